@@ -1,0 +1,191 @@
+"""Settings: one typed tree, read from ``REVERIE_*`` environment variables and editor settings.
+
+The environment variable names are a contract (see the issues); editor settings use the same
+fields in camelCase under ``reverie.``. ``Settings.from_sources`` layers editor values over the
+environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic.alias_generators import to_snake
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Provider = Literal["offline", "openai", "anthropic"]
+MemoryDirPreset = Literal["reverie", "claude-code", "custom"]
+NotificationLevel = Literal["off", "onError", "onWarning", "always"]
+
+
+class ModelPrice(BaseModel):
+    """Dollars per million tokens, for optional cost accounting."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class Settings(BaseSettings):
+    """Everything a user can configure. Defaults work with no API key (offline engine)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="REVERIE_",
+        extra="ignore",
+    )
+
+    # --- LLM -------------------------------------------------------------------------------
+    provider: Provider = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    connect_timeout_seconds: float = 10.0
+    request_timeout_seconds: float = 120.0
+    max_retries: int = 4
+    max_output_tokens: int = 4096
+    session_memory_model: str | None = None
+    dream_model: str | None = None
+    sleep_model: str | None = None
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    # --- places ------------------------------------------------------------------------------
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("reverie")))
+    config_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_config_dir("reverie")))
+    agent_home: Path = Field(default_factory=Path.home)
+
+    # --- transcripts ---------------------------------------------------------------------------
+    watch_debounce_ms: int = 300
+
+    # --- session memory ------------------------------------------------------------------------
+    session_memory_enabled: bool = True
+    session_memory_init_tokens: int = 10_000
+    session_memory_update_tokens: int = 5_000
+    session_memory_tool_calls: int = 3
+    session_memory_context: Literal["incremental", "full"] = "incremental"
+    session_memory_max_turns: int = 6
+
+    # --- dream ---------------------------------------------------------------------------------
+    dream_enabled: bool = True
+    dream_min_hours: float = 24.0
+    dream_min_sessions: int = 5
+    dream_scan_interval_seconds: float = 600.0
+    dream_max_turns: int = 30
+    auto_memory_enabled: bool = True
+    remote_mode: bool = False
+    memory_dir_preset: MemoryDirPreset = "reverie"
+    memory_dir: Path | None = None
+
+    # --- sleep ---------------------------------------------------------------------------------
+    sleep_enabled: bool = True
+    sleep_time: str = "03:00"
+    sleep_max_entries: int = 50
+    journal_retention_days: int = 30
+    notes_retention_days: int = 90
+    history_retention_days: int = 180
+    delete_agent_transcripts: bool = False
+    transcript_retention_days: int = 14
+
+    # --- editor --------------------------------------------------------------------------------
+    show_notifications: NotificationLevel = "onError"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("sleep_time")
+    @classmethod
+    def _check_sleep_time(cls, value: str) -> str:
+        if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", value):
+            raise ValueError("sleep time must be HH:MM (24-hour clock)")
+        return value
+
+    def resolved_api_key(self) -> str | None:
+        """The API key: ``REVERIE_API_KEY``, else the provider's usual variable. Never logged."""
+        if self.api_key is not None and self.api_key.get_secret_value():
+            return self.api_key.get_secret_value()
+        fallback = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(self.provider)
+        if fallback:
+            return os.environ.get(fallback) or None
+        return None
+
+    def model_for(self, job: Literal["session_memory", "dream", "sleep"]) -> str | None:
+        """The model a job uses: its own override, else the global one."""
+        override = {
+            "session_memory": self.session_memory_model,
+            "dream": self.dream_model,
+            "sleep": self.sleep_model,
+        }[job]
+        return override or self.model
+
+    @classmethod
+    def from_sources(cls, editor: dict[str, Any] | None = None) -> Settings:
+        """Environment underneath, editor settings (camelCase) on top. Raises ValidationError.
+
+        Unknown keys are ignored; ``None`` values (unset in the editor) leave the field alone.
+        """
+        values = {to_snake(k): v for k, v in (editor or {}).items() if v is not None}
+        return cls(**values)
+
+
+def project_key(workspace: Path) -> str:
+    """A stable, readable directory name for a workspace: its name plus a short path hash."""
+    resolved = str(workspace.expanduser().resolve())
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{name[:40]}-{digest}"
+
+
+def claude_project_slug(path: str) -> str:
+    """Claude Code's directory name for a cwd (every non-alphanumeric character becomes ``-``)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+class ProjectPaths:
+    """Where Reverie keeps one workspace's data. Nothing here creates directories."""
+
+    def __init__(self, settings: Settings, workspace: Path) -> None:
+        self.settings = settings
+        self.workspace = workspace.expanduser().resolve()
+        self.root = settings.data_dir / "projects" / project_key(self.workspace)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    def session_dir(self, session_id: str) -> Path:
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "session"
+        return self.sessions_dir / safe
+
+    def notes_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "session_memory.md"
+
+    def notes_state_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "session_memory.state.json"
+
+    @property
+    def journals_dir(self) -> Path:
+        return self.root / "journals"
+
+    @property
+    def logs_dir(self) -> Path:
+        """Daily-log mode input: ``logs/YYYY/MM/YYYY-MM-DD.md``."""
+        return self.root / "logs"
+
+    @property
+    def memory_dir(self) -> Path:
+        s = self.settings
+        if s.memory_dir is not None and s.memory_dir_preset in ("custom", "reverie"):
+            return s.memory_dir.expanduser()
+        if s.memory_dir_preset == "claude-code":
+            slug = claude_project_slug(str(self.workspace))
+            return s.agent_home / ".claude" / "projects" / slug / "memory"
+        return self.root / "memory"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 for the directories Reverie creates."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,1 @@
+"""Provider-neutral model clients (OpenAI-compatible, Anthropic, offline) on httpx."""

@@ -1,0 +1,1 @@
+"""Importable test support (the fake LLM server)."""

@@ -1,0 +1,130 @@
+"""The one normalised model every transcript adapter produces.
+
+Session memory, dream and the sleep cycle only ever see these types, never an agent's raw records.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AgentName = Literal["claude-code", "codex", "gemini-cli", "aider", "generic"]
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class ToolKind(StrEnum):
+    """What a tool call does, independent of the agent's own tool names."""
+
+    READ = "read"
+    EDIT = "edit"
+    WRITE = "write"
+    SHELL = "shell"
+    SEARCH = "search"
+    WEB = "web"
+    TASK = "task"
+    OTHER = "other"
+
+
+class Usage(BaseModel):
+    """Token usage of one API message (counted once, even when the agent logs it on many lines)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """The conversation's context size at this message, as the spec counts it."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+class ToolCall(BaseModel):
+    """A tool invocation requested by the assistant."""
+
+    id: str
+    name: str
+    kind: ToolKind = ToolKind.OTHER
+    input: dict[str, Any] = Field(default_factory=dict)
+    file_paths: list[str] = Field(default_factory=list)
+    command: str | None = None
+
+
+class ToolResult(BaseModel):
+    """The outcome of a tool call, as the agent recorded it."""
+
+    call_id: str
+    is_error: bool = False
+    output: str = ""
+    exit_code: int | None = None
+
+
+class Message(BaseModel):
+    """One conversational record: text plus any tool calls it makes or results it carries.
+
+    ``id`` is stable across re-reads of the same file (the record's own id where it has one,
+    else a fingerprint of its content and position). ``api_message_id`` groups records that the
+    agent split out of one API response; ``usage`` is set on only the first of them.
+    """
+
+    id: str
+    role: Role
+    text: str = ""
+    timestamp: datetime | None = None
+    model: str | None = None
+    api_message_id: str | None = None
+    usage: Usage | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    is_sidechain: bool = False
+    is_meta: bool = False
+    is_compact_boundary: bool = False
+
+
+class Session(BaseModel):
+    """One agent conversation (one file, or one run inside an Aider history)."""
+
+    id: str
+    agent: AgentName
+    path: Path
+    cwd: str | None = None
+    project: str | None = None
+    git_branch: str | None = None
+    parent_session_id: str | None = None
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+    title: str | None = None
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.parent_session_id is not None
+
+
+class ParseStats(BaseModel):
+    """Counts kept while reading a transcript: skips are counted, never fatal."""
+
+    lines: int = 0
+    skipped: int = 0
+    errors: list[str] = Field(default_factory=list)
+
+
+class Transcript(BaseModel):
+    """A whole parsed session: what ``reverie transcript`` prints."""
+
+    session: Session
+    messages: list[Message] = Field(default_factory=list)
+    stats: ParseStats = Field(default_factory=ParseStats)
