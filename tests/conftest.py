@@ -1,0 +1,36 @@
+"""Every test runs with its own temporary data, config and agent-home directories."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TRANSCRIPTS = FIXTURES / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def reverie_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+    """Point Reverie's directories at fresh temp dirs and drop any real provider settings."""
+    base = tmp_path_factory.mktemp("reverie-env")
+    dirs = {
+        "data": base / "data",
+        "config": base / "config",
+        "agent_home": base / "home",
+    }
+    for path in dirs.values():
+        path.mkdir()
+    monkeypatch.setenv("REVERIE_DATA_DIR", str(dirs["data"]))
+    monkeypatch.setenv("REVERIE_CONFIG_DIR", str(dirs["config"]))
+    monkeypatch.setenv("REVERIE_AGENT_HOME", str(dirs["agent_home"]))
+    for name in ("REVERIE_PROVIDER", "REVERIE_MODEL", "REVERIE_BASE_URL", "REVERIE_API_KEY",
+                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    yield dirs
+
+
+@pytest.fixture
+def transcripts_dir() -> Path:
+    return TRANSCRIPTS
