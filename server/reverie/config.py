@@ -187,5 +187,12 @@ class ProjectPaths:
 
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) with mode 0700 for the directories Reverie creates."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):  # ``mkdir(parents=True)`` would ignore ``mode`` here
+        directory.mkdir(mode=0o700, exist_ok=True)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

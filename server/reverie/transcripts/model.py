@@ -42,7 +42,12 @@ class Usage(BaseModel):
     @property
     def context_tokens(self) -> int:
         """The conversation's context size at this message, as the spec counts it."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+        return (
+            self.input_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+            + self.output_tokens
+        )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -93,6 +98,10 @@ class Message(BaseModel):
     is_sidechain: bool = False
     is_meta: bool = False
     is_compact_boundary: bool = False
+    #: the sub-agent that wrote this record (Claude ``agentId``), when the agent says so.
+    agent_id: str | None = None
+    #: for sub-agent (sidechain) records: the Task tool call that spawned them, when known.
+    parent_call_id: str | None = None
 
 
 class Session(BaseModel):
@@ -108,6 +117,10 @@ class Session(BaseModel):
     started_at: datetime | None = None
     updated_at: datetime | None = None
     title: str | None = None
+    #: where ``title`` came from: the agent's own ``summary`` record, or the first user prompt.
+    title_source: Literal["summary", "first_prompt"] | None = None
+    #: the sub-agent's own id (Claude ``agentId``, Codex thread id) for sub-agent sessions.
+    agent_id: str | None = None
 
     @property
     def is_subagent(self) -> bool:
@@ -120,6 +133,14 @@ class ParseStats(BaseModel):
     lines: int = 0
     skipped: int = 0
     errors: list[str] = Field(default_factory=list)
+    #: well-formed records that carry nothing for the model (progress, snapshots, hooks...).
+    ignored: int = 0
+
+    def skip(self, reason: str, keep: int = 20) -> None:
+        """Count one skipped line; keep the first few reasons for the user."""
+        self.skipped += 1
+        if len(self.errors) < keep:
+            self.errors.append(reason)
 
 
 class Transcript(BaseModel):

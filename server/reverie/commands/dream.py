@@ -1,0 +1,70 @@
+"""Consolidate recent sessions into the workspace's memory dir (gated unless --manual).
+
+``reverie dream [--workspace DIR] [--manual] [--extra TEXT] [--logs] [--json]``. ``--json`` prints
+``{"ran", "skipped_reason", "sessions_reviewed", "files_touched", "turns", "tokens_in",
+"tokens_out", "duration_ms", "run_id", "memory_dir"}``. Exit code 0 when the dream ran or was
+skipped, 1 when it failed (the memory dir is then unchanged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from reverie.cli import fail
+from reverie.config import Settings
+from reverie.events import JobEvent
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="the project (default: the current directory)")
+    parser.add_argument("--manual", action="store_true",
+                        help="run now, bypassing the time, throttle and session gates")
+    parser.add_argument("--extra", default="", metavar="TEXT",
+                        help="extra context for this dream (what to focus on)")
+    parser.add_argument("--logs", action="store_true",
+                        help="daily-log mode: consolidate unconsolidated log entries")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _log_event(event: JobEvent) -> None:
+    level = logging.WARNING if event.type == "error" else logging.INFO
+    logger.log(level, "dream %s: %s", event.type, event.message)
+
+
+def run(args: argparse.Namespace) -> int:
+    from reverie.dream.runner import DreamRequest, DreamRunner
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
+    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    runner = DreamRunner(settings, _log_event)
+    request = DreamRequest(workspace=workspace, manual=args.manual, extra=args.extra,
+                           logs=args.logs)
+    result = asyncio.run(runner.run(request))
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2))
+    elif result.error:
+        pass
+    elif result.skipped_reason:
+        print(f"dream skipped: {result.skipped_reason} (memory dir {result.memory_dir})")
+    else:
+        print(f"dream {result.run_id}: reviewed {result.sessions_reviewed} sessions, "
+              f"touched {len(result.files_touched)} files in {result.memory_dir}")
+        for path in result.files_touched:
+            print(f"  {path}")
+        if result.summary:
+            print(result.summary)
+    if result.error:
+        return fail(f"dream failed: {result.error}")
+    return 0

@@ -1,0 +1,83 @@
+"""List the memory runs of the workspace (newest first), or show one run's diff.
+
+``reverie history [--workspace DIR] [--json] [--diff [RUN_ID]]``. Each run: id, time, source
+(auto / manual / sleep / undo), files added / changed / removed, tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from reverie.cli import fail
+from reverie.config import ProjectPaths, Settings
+from reverie.memory.history import RunRecord
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="the project (default: the current directory)")
+    parser.add_argument("--json", action="store_true", help="print the runs as JSON")
+    parser.add_argument("--diff", nargs="?", const="", default=None, metavar="RUN_ID",
+                        help="print the unified diff of a run (default: the latest)")
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": record.run_id,
+        "at": record.at.isoformat(),
+        "source": record.source,
+        "added": record.added,
+        "changed": record.changed,
+        "removed": record.removed,
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "sessions": record.sessions,
+        "summary": record.summary,
+        "undoes": record.undoes,
+    }
+
+
+def format_run(record: RunRecord) -> str:
+    counts = f"+{len(record.added)} ~{len(record.changed)} -{len(record.removed)}"
+    tokens = f"{record.tokens_in}/{record.tokens_out} tokens"
+    line = (f"{record.run_id}  {record.at.strftime('%Y-%m-%d %H:%M:%S')}  "
+            f"{record.source:<6}  {counts:<10}  {tokens}")
+    files = "\n".join(
+        [f"    + {n}" for n in record.added] + [f"    ~ {n}" for n in record.changed]
+        + [f"    - {n}" for n in record.removed]
+    )
+    return f"{line}\n{files}" if files else line
+
+
+def run(args: argparse.Namespace) -> int:
+    from reverie.memory.history import HistoryError, MemoryHistory
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
+    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    memory_dir = ProjectPaths(settings, workspace).memory_dir
+    history = MemoryHistory(memory_dir)
+    try:
+        if args.diff is not None:
+            print(history.diff(args.diff or None), end="")
+            return 0
+        runs = history.runs()
+    except HistoryError as exc:
+        return fail(str(exc))
+    if args.json:
+        print(json.dumps({"memory_dir": str(memory_dir), "runs": [run_json(r) for r in runs]},
+                         indent=2))
+        return 0
+    if not runs:
+        print(f"no memory runs recorded yet in {memory_dir}")
+        return 0
+    for record in runs:
+        print(format_run(record))
+    return 0

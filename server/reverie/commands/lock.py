@@ -1,0 +1,69 @@
+"""Show the consolidation lock of the workspace's memory dir and the next gate.
+
+``reverie lock [--workspace DIR] [--json]``. ``--json`` prints ``{"memory_dir", "lock_path",
+"holder_pid", "holder_alive", "last_consolidated_at", "hours_since", "sessions_since",
+"next_gate"}``. A lock left by a killed run is recovered first (its previous last-consolidated
+time is restored and an interrupted apply completed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from reverie.cli import fail
+from reverie.config import ProjectPaths, Settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="the project (default: the current directory)")
+    parser.add_argument("--json", action="store_true", help="print the status as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from reverie.memory.lock import ConsolidationLock, lock_status
+    from reverie.memory.session import recover_memory_dir
+    from reverie.memory.transaction import TransactionError
+    from reverie.transcripts.discovery import current_session, sessions_touched_since
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
+    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    memory_dir = ProjectPaths(settings, workspace).memory_dir
+    try:
+        recover_memory_dir(memory_dir)
+    except (OSError, TransactionError) as exc:
+        return fail(f"cannot recover {memory_dir}: {exc}")
+    last = ConsolidationLock(memory_dir).last_consolidated_at()
+    current = current_session(workspace, settings.agent_home)
+    try:
+        since = sessions_touched_since(
+            workspace, settings.agent_home, last or datetime.fromtimestamp(0, UTC),
+            exclude_session_id=current.session_id if current else None,
+        )
+        count: int | None = len(since)
+    except OSError:
+        count = None
+    status = lock_status(memory_dir, sessions_since=count, min_hours=settings.dream_min_hours,
+                         min_sessions=settings.dream_min_sessions,
+                         enabled=settings.dream_enabled)
+    if args.json:
+        print(json.dumps(status.model_dump(), indent=2))
+        return 0
+    print(f"memory dir:         {status.memory_dir}")
+    print(f"lock:               {status.lock_path}")
+    holder = "none" if status.holder_pid is None else (
+        f"{status.holder_pid} ({'alive' if status.holder_alive else 'dead'})")
+    print(f"holder:             {holder}")
+    print(f"last consolidated:  {status.last_consolidated_at or 'never'}"
+          + (f" ({status.hours_since:.1f} h ago)" if status.hours_since is not None else ""))
+    print(f"sessions since:     {status.sessions_since}")
+    print(f"next gate:          {status.next_gate}")
+    return 0

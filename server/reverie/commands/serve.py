@@ -1,0 +1,48 @@
+"""Run the Reverie language server (stdio by default; --tcp HOST:PORT for debugging)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="listen on TCP instead of stdio (for attaching a debugger or a client by hand)",
+    )
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--tcp expects HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        tcp = _host_port(args.tcp) if args.tcp else None
+    except ValueError as exc:
+        print(f"reverie: {exc}", file=sys.stderr)
+        return 2
+    # stderr keeps the CLI's level; the client log gets reverie.* at reverie.logLevel
+    cli_level = logging.getLogger().level
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(cli_level)
+    logging.getLogger().setLevel(logging.WARNING)
+
+    from reverie.lsp.handlers import create_server
+
+    server = create_server()
+    reverie_logger = logging.getLogger("reverie")
+    reverie_logger.addHandler(server.log_handler)
+    server.stderr_level = cli_level
+    reverie_logger.setLevel(min(cli_level, server.log_handler.level))
+    if tcp is None:
+        server.start_io()
+    else:
+        server.start_tcp(*tcp)
+    return 0

@@ -1,0 +1,435 @@
+"""``DreamRunner``: gates, lock, staged transaction, consolidation (LLM or offline), post-run
+repair, atomic apply, history and events.
+
+One runner per language server or CLI run. ``run`` does one dream and returns its result;
+``submit`` starts a background dream (fire-and-forget, at most one per memory dir) and
+``drain`` waits for the pending ones on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from reverie.config import ProjectPaths, Settings
+from reverie.dream.daily_log import LogScan, mark_consolidated, scan_unconsolidated
+from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
+from reverie.dream.offline import SessionInput, consolidate_offline
+from reverie.dream.prompts import SYSTEM, build_brief
+from reverie.events import EventSink, EventType, JobEvent, discard_events
+from reverie.llm.errors import LLMConfigError, LLMError
+from reverie.llm.types import ChatMessage, ModelClient
+from reverie.memory.dates import normalise_dates
+from reverie.memory.lock import ConsolidationLock, LockBusy
+from reverie.memory.session import (
+    MemoryValidationError,
+    MemoryWriteSession,
+    StagedMemory,
+    recover_memory_dir,
+)
+from reverie.memory.store import visible_files
+from reverie.memory.transaction import TransactionError, check_memory_dir
+from reverie.redact import redact
+from reverie.transcripts.discovery import SessionRef, current_session, sessions_touched_since
+from reverie.transcripts.model import Transcript
+
+logger = logging.getLogger(__name__)
+
+ClientFactory = Callable[[Settings, Literal["dream"]], ModelClient]
+DREAM_TOOLS = ("read_file", "list_dir", "glob", "grep", "edit_file", "write_file")
+
+
+class DreamRequest(BaseModel):
+    """What to dream about. ``manual`` bypasses the scheduling gates."""
+
+    workspace: Path
+    manual: bool = False
+    extra: str = ""
+    logs: bool = False
+    current_session_id: str | None = None
+    is_subagent: bool = False
+
+
+class DreamResult(BaseModel):
+    """The outcome of one dream. ``as_json`` is the ``reverie dream --json`` contract."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    ran: bool = False
+    skipped_reason: str | None = None
+    sessions_reviewed: int = 0
+    files_touched: list[str] = Field(default_factory=list)
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    duration_ms: int = 0
+    run_id: str | None = None
+    memory_dir: str = ""
+    error: str | None = None
+    cancelled: bool = False
+    summary: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ran": self.ran,
+            "skipped_reason": self.skipped_reason,
+            "sessions_reviewed": self.sessions_reviewed,
+            "files_touched": self.files_touched,
+            "turns": self.turns,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "duration_ms": self.duration_ms,
+            "run_id": self.run_id,
+            "memory_dir": self.memory_dir,
+        }
+
+
+class _Outcome(BaseModel):
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    summary: str = ""
+
+
+def _default_client_factory(settings: Settings, job: Literal["dream"]) -> ModelClient:
+    from reverie.llm.factory import make_client
+
+    return make_client(settings, job)
+
+
+class DreamRunner:
+    """Runs dreams for any number of workspaces; owns the scan throttle and background tasks."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        events: EventSink = discard_events,
+        client_factory: ClientFactory | None = None,
+        throttle: ScanThrottle | None = None,
+    ) -> None:
+        self.settings = settings
+        self.events = events
+        self.client_factory = client_factory or _default_client_factory
+        self.throttle = throttle or ScanThrottle()
+        self._tasks: dict[str, asyncio.Task[DreamResult]] = {}
+
+    # --- events --------------------------------------------------------------------------
+    def _emit(self, type_: EventType, message: str, *, job_id: str | None = None,
+              **payload: Any) -> None:
+        try:
+            self.events(JobEvent(job="dream", type=type_, job_id=job_id, message=message,
+                                 payload=payload))
+        except Exception:  # a broken sink must not break the run
+            logger.exception("dream event sink failed")
+
+    def _skip(self, result: DreamResult, reason: SkipReason, manual: bool,
+              **payload: Any) -> DreamResult:
+        result.skipped_reason = reason
+        self._emit("skipped", f"dream skipped: {reason}", reason=reason, manual=manual,
+                   memory_dir=result.memory_dir, sessions_reviewed=result.sessions_reviewed,
+                   **payload)
+        return result
+
+    # --- background ----------------------------------------------------------------------
+    def submit(self, request: DreamRequest) -> asyncio.Task[DreamResult]:
+        """Start a dream in the background; a dream already running for that memory dir wins."""
+        key = str(ProjectPaths(self.settings, request.workspace).memory_dir)
+        running = self._tasks.get(key)
+        if running is not None and not running.done():
+            return running
+        task = asyncio.create_task(self.run(request), name=f"dream:{key}")
+        self._tasks[key] = task
+
+        def _done(done: asyncio.Task[DreamResult]) -> None:
+            if self._tasks.get(key) is done:
+                del self._tasks[key]
+            if not done.cancelled() and done.exception() is not None:
+                logger.error("background dream failed", exc_info=done.exception())
+
+        task.add_done_callback(_done)
+        return task
+
+    async def drain(self, timeout: float = 60.0) -> int:
+        """Wait for background dreams; returns how many were still running at the timeout."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        if not tasks:
+            return 0
+        _done, pending = await asyncio.wait(tasks, timeout=max(0.0, timeout))
+        return len(pending)
+
+    # --- one dream -----------------------------------------------------------------------
+    async def run(self, request: DreamRequest) -> DreamResult:
+        started = time.monotonic()
+        paths = ProjectPaths(self.settings, request.workspace)
+        memory_dir = paths.memory_dir
+        result = DreamResult(memory_dir=str(memory_dir))
+        try:
+            return await self._run(request, paths, memory_dir, result)
+        finally:
+            result.duration_ms = int((time.monotonic() - started) * 1000)
+
+    async def _run(self, request: DreamRequest, paths: ProjectPaths, memory_dir: Path,
+                   result: DreamResult) -> DreamResult:
+        settings = self.settings
+        manual = request.manual
+        reason = cheap_gate(settings, manual=manual, is_subagent=request.is_subagent)
+        if reason is not None:
+            return self._skip(result, reason, manual)
+        try:
+            check_memory_dir(memory_dir)
+            await asyncio.to_thread(recover_memory_dir, memory_dir)
+        except (OSError, TransactionError) as exc:
+            return self._fail(result, f"memory dir unusable: {exc}", manual)
+        last = ConsolidationLock(memory_dir).last_consolidated_at()
+        hours = (datetime.now(UTC) - last).total_seconds() / 3600 if last else None
+        if not manual and not time_gate(hours, settings):
+            return self._skip(result, "time_gate", manual, hours_since=hours)
+        if not manual:
+            interval = settings.dream_scan_interval_seconds
+            if self.throttle.blocked(memory_dir, interval):
+                return self._skip(result, "scan_throttle", manual,
+                                  seconds_since_scan=self.throttle.seconds_since(memory_dir))
+            self.throttle.mark(memory_dir)
+        try:
+            refs = await asyncio.to_thread(self._sessions_since, request, paths, last)
+        except OSError as exc:
+            return self._fail(result, f"could not list sessions: {exc}", manual)
+        result.sessions_reviewed = len(refs)
+        if not manual and len(refs) < settings.dream_min_sessions:
+            return self._skip(result, "session_gate", manual, sessions=len(refs),
+                              needed=settings.dream_min_sessions)
+        scan: LogScan | None = None
+        if request.logs:
+            scan = await asyncio.to_thread(scan_unconsolidated, paths.logs_dir)
+            if not scan.entries:
+                return self._skip(result, "no_daily_log_entries", manual)
+        try:
+            client = self.client_factory(settings, "dream")
+        except LLMConfigError as exc:
+            return self._skip(result, "missing_llm_client", manual, detail=str(exc))
+        try:
+            return await self._consolidate(request, paths, memory_dir, refs, scan, client,
+                                           result)
+        finally:
+            try:
+                await client.aclose()
+            except Exception:
+                logger.debug("closing the dream client failed", exc_info=True)
+
+    def _sessions_since(self, request: DreamRequest, paths: ProjectPaths,
+                        last: datetime | None) -> list[SessionRef]:
+        workspace = paths.workspace
+        agent_home = self.settings.agent_home
+        exclude = request.current_session_id
+        if exclude is None and not request.manual:
+            current = current_session(workspace, agent_home)
+            exclude = current.session_id if current else None
+        since = last or datetime.fromtimestamp(0, UTC)
+        refs = sessions_touched_since(workspace, agent_home, since, exclude_session_id=exclude)
+        return sorted(refs, key=lambda r: r.updated_at)
+
+    def _fail(self, result: DreamResult, message: str, manual: bool,
+              job_id: str | None = None) -> DreamResult:
+        result.error = message
+        self._emit("error", f"dream failed: {message}", job_id=job_id, error=message,
+                   manual=manual, memory_dir=result.memory_dir)
+        return result
+
+    async def _consolidate(
+        self,
+        request: DreamRequest,
+        paths: ProjectPaths,
+        memory_dir: Path,
+        refs: list[SessionRef],
+        scan: LogScan | None,
+        client: ModelClient,
+        result: DreamResult,
+    ) -> DreamResult:
+        manual = request.manual
+        session = MemoryWriteSession(
+            memory_dir, source="manual" if manual else "auto",
+            sessions=[r.session_id for r in refs],
+        )
+        job_id = session.run_id
+        try:
+            staged = await session.__aenter__()
+        except LockBusy:
+            return self._skip(result, "lock_busy", manual)
+        except (OSError, TransactionError) as exc:
+            return self._fail(result, f"cannot stage the memory dir: {exc}", manual)
+        result.ran = True
+        result.run_id = job_id
+        self._emit("start", f"dreaming over {len(refs)} sessions", job_id=job_id,
+                   sessions_reviewing=len(refs), memory_dir=str(memory_dir), manual=manual,
+                   engine="offline" if client.is_offline else client.provider)
+        try:
+            if client.is_offline:
+                outcome = await asyncio.to_thread(
+                    self._offline, request, paths, refs, scan, staged, job_id)
+            else:
+                outcome = await self._with_model(request, paths, refs, scan, staged, client,
+                                                 job_id)
+            staged.usage(outcome.tokens_in, outcome.tokens_out)
+            staged.summary = outcome.summary
+            await asyncio.to_thread(_normalise_new_text, staged, refs)
+            self._emit("progress", "validating and applying", job_id=job_id, phase="applying",
+                       files_touched=[])
+        except BaseException as exc:
+            await session.__aexit__(type(exc), exc, exc.__traceback__)
+            return self._failed_run(result, exc, manual, job_id)
+        try:
+            await session.__aexit__(None, None, None)
+        except BaseException as exc:
+            return self._failed_run(result, exc, manual, job_id)
+        written = session.result
+        assert written is not None
+        touched = [str(memory_dir / name) for name in written.changes.touched]
+        result.files_touched = touched
+        result.turns = outcome.turns
+        result.tokens_in = outcome.tokens_in
+        result.tokens_out = outcome.tokens_out
+        result.summary = outcome.summary
+        if scan is not None:
+            names = written.changes.touched or "dropped"
+            await asyncio.to_thread(mark_consolidated, scan, names)
+        self._emit("complete", outcome.summary or "dream complete", job_id=job_id,
+                   sessions_reviewed=len(refs), files_touched=touched, turns=outcome.turns,
+                   tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
+                   manual=manual, source="daily_log" if scan else "sessions",
+                   repairs=written.repair.actions,
+                   log_entry_ids=scan.entry_ids if scan else [])
+        if touched:
+            listing = "\n".join(f"- {p}" for p in touched)
+            self._emit("memory_saved", f"Memory improved:\n{listing}", job_id=job_id,
+                       memory_paths=touched, run_id=job_id, verb="Improved")
+        return result
+
+    def _failed_run(self, result: DreamResult, exc: BaseException, manual: bool,
+                    job_id: str) -> DreamResult:
+        if isinstance(exc, asyncio.CancelledError):
+            result.cancelled = True
+            self._emit("cancelled", "dream cancelled; memory unchanged", job_id=job_id,
+                       manual=manual)
+            raise exc
+        if isinstance(exc, LockBusy):
+            result.ran = False
+            return self._skip(result, "lock_busy", manual)
+        if isinstance(exc, LLMError | MemoryValidationError | TransactionError | OSError
+                      | ValueError):
+            return self._fail(result, str(exc), manual, job_id)
+        if isinstance(exc, Exception):
+            logger.exception("dream failed")
+            return self._fail(result, f"{type(exc).__name__}: {exc}", manual, job_id)
+        raise exc
+
+    # --- engines -------------------------------------------------------------------------
+    def _inputs(self, paths: ProjectPaths, refs: list[SessionRef]) -> list[SessionInput]:
+        from reverie.transcripts.reader import TranscriptError, load_transcript
+
+        inputs: list[SessionInput] = []
+        for ref in refs:
+            transcript = None
+            try:
+                transcript = load_transcript(ref.path, session_id=ref.session_id)
+            except (TranscriptError, OSError, ValueError) as exc:
+                logger.warning("skipping unreadable transcript %s: %s", ref.path, exc)
+            notes_path = paths.notes_path(ref.session_id)
+            notes = None
+            if notes_path.is_file():
+                notes = notes_path.read_text("utf-8", errors="replace")
+            anchor = _session_time(transcript) or ref.updated_at
+            inputs.append(SessionInput(session_id=ref.session_id, anchor=anchor,
+                                       transcript=transcript, notes=notes, cwd=ref.cwd))
+        return inputs
+
+    def _offline(self, request: DreamRequest, paths: ProjectPaths, refs: list[SessionRef],
+                 scan: LogScan | None, staged: StagedMemory, job_id: str) -> _Outcome:
+        self._emit("progress", "gathering recent signal", job_id=job_id, phase="gather",
+                   files_touched=[])
+        inputs = self._inputs(paths, refs)
+        extra, _ = redact(request.extra)
+        self._emit("progress", "consolidating", job_id=job_id, phase="consolidate",
+                   files_touched=[])
+        outcome = consolidate_offline(staged.path, inputs, extra=extra,
+                                      log_entries=scan.entries if scan else ())
+        touched = [str(staged.live_dir / name) for name in outcome.files_touched]
+        self._emit("progress", outcome.summary, job_id=job_id, phase="updating",
+                   files_touched=touched)
+        return _Outcome(summary=outcome.summary)
+
+    async def _with_model(self, request: DreamRequest, paths: ProjectPaths,
+                          refs: list[SessionRef], scan: LogScan | None, staged: StagedMemory,
+                          client: ModelClient, job_id: str) -> _Outcome:
+        from reverie.tools.gate import PathGate
+        from reverie.tools.loop import run_tool_loop
+
+        memory_dir = staged.live_dir
+        notes = [paths.notes_path(r.session_id) for r in refs
+                 if paths.notes_path(r.session_id).is_file()]
+        read_roots = [memory_dir, *{r.path.parent for r in refs}, *notes]
+        if scan is not None:
+            read_roots.append(paths.logs_dir)
+        gate = PathGate(read_roots, write_dir=memory_dir, base_dir=memory_dir)
+        extra, _ = redact(request.extra)
+        brief = build_brief(memory_dir=memory_dir,
+                            transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
+                            manual=request.manual, extra=extra, daily_log=scan)
+        loop = await run_tool_loop(
+            client, system=SYSTEM, messages=[ChatMessage(role="user", content=brief)],
+            gate=gate, tools=DREAM_TOOLS, max_turns=self.settings.dream_max_turns,
+            events=self.events, job="dream", path_map={memory_dir: staged.path},
+            job_id=job_id,
+        )
+        self._emit("progress", loop.text[:500], job_id=job_id, phase="updating",
+                   turn={"text": loop.text[:2000], "tool_use_count": loop.tool_calls},
+                   files_touched=loop.files_written)
+        return _Outcome(turns=loop.turns, tokens_in=loop.usage.input_tokens,
+                        tokens_out=loop.usage.output_tokens, summary=loop.text.strip()[:500])
+
+
+def _session_time(transcript: Transcript | None) -> datetime | None:
+    """When a session happened, from its own records (file mtimes move when files are copied)."""
+    if transcript is None:
+        return None
+    stamps = [m.timestamp for m in transcript.messages if m.timestamp is not None]
+    if stamps:
+        return max(stamps)
+    return transcript.session.updated_at
+
+
+def _normalise_new_text(staged: StagedMemory, refs: list[SessionRef]) -> None:
+    """Redact and make dates absolute in lines the run added (whoever wrote them)."""
+    from reverie.fsutil import atomic_write_text
+
+    anchor = max((r.updated_at for r in refs), default=datetime.now(UTC))
+    for name in visible_files(staged.path):
+        if not name.endswith(".md"):
+            continue
+        new_path = staged.path / name
+        old_path = staged.live_dir / name
+        new_text = new_path.read_text("utf-8", errors="replace")
+        old_lines = set(
+            old_path.read_text("utf-8", errors="replace").splitlines()
+            if old_path.is_file() else ()
+        )
+        if new_path.is_file() and old_path.is_file() and new_path.read_bytes() == \
+                old_path.read_bytes():
+            continue
+        lines = new_text.splitlines()
+        fixed = []
+        for line in lines:
+            if line in old_lines:
+                fixed.append(line)
+                continue
+            clean, _ = redact(normalise_dates(line, anchor))
+            fixed.append(clean)
+        result = "\n".join(fixed) + ("\n" if new_text.endswith("\n") else "")
+        if result != new_text:
+            atomic_write_text(new_path, result)

@@ -1,0 +1,357 @@
+"""Thin adapters between a ``WorkspaceTracker`` and the core jobs: session memory, dream and
+the lock status. Each core job reports through an ``EventSink`` that the job registry tags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reverie.dream.gates import ScanThrottle
+from reverie.events import JobEvent
+from reverie.lsp.jobs import Job, JobResult
+
+if TYPE_CHECKING:
+    from reverie.lsp.server import ReverieLanguageServer
+    from reverie.lsp.tracking import WorkspaceTracker
+    from reverie.memory.lock import LockStatus
+    from reverie.transcripts.discovery import SessionRef
+    from reverie.transcripts.model import Message, Session
+
+logger = logging.getLogger(__name__)
+
+#: full message lists kept in memory, for the most recently active sessions only
+MAX_CACHED_SESSIONS = 4
+
+
+class ConversationCache:
+    """The whole conversation of recently active sessions (session memory needs all of it).
+
+    Filled from the transcript on a session's first append, then extended by appended messages;
+    least recently used sessions are dropped (and re-read from disk if they become active again).
+    """
+
+    def __init__(self, size: int = MAX_CACHED_SESSIONS) -> None:
+        self._size = size
+        self._sessions: OrderedDict[str, tuple[Session, list[Message]]] = OrderedDict()
+
+    async def extend(
+        self, ref: SessionRef, session: Session, appended: list[Message]
+    ) -> list[Message]:
+        key = str(ref.path) + "::" + ref.session_id
+        cached = self._sessions.get(key)
+        if cached is None:
+            messages = await asyncio.to_thread(_load_messages, ref)
+            known = {m.id for m in messages}
+            messages.extend(m for m in appended if m.id not in known)
+        else:
+            messages = cached[1]
+            known_tail = {m.id for m in messages[-len(appended) - 50 :]}
+            messages.extend(m for m in appended if m.id not in known_tail)
+        self._sessions[key] = (session, messages)
+        self._sessions.move_to_end(key)
+        while len(self._sessions) > self._size:
+            self._sessions.popitem(last=False)
+        return messages
+
+    async def full(self, ref: SessionRef) -> tuple[Session, list[Message]]:
+        key = str(ref.path) + "::" + ref.session_id
+        cached = self._sessions.get(key)
+        if cached is not None:
+            self._sessions.move_to_end(key)
+            return cached
+        session, messages = await asyncio.to_thread(_load_session, ref)
+        self._sessions[key] = (session, messages)
+        while len(self._sessions) > self._size:
+            self._sessions.popitem(last=False)
+        return session, messages
+
+
+def _load_session(ref: SessionRef) -> tuple[Session, list[Message]]:
+    from reverie.transcripts.reader import load_transcript
+
+    transcript = load_transcript(ref.path)
+    messages = transcript.messages
+    session = transcript.session
+    if session.id != ref.session_id:  # one file, many sessions (Aider): keep the ref's identity
+        session = session.model_copy(update={"id": ref.session_id})
+    return session, messages
+
+
+def _load_messages(ref: SessionRef) -> list[Message]:
+    try:
+        return _load_session(ref)[1]
+    except Exception as exc:  # unreadable now: start from what was appended
+        logger.warning("cannot read %s: %s", ref.path, exc)
+        return []
+
+
+# --- session memory ------------------------------------------------------------------------------
+
+
+def session_memory_sink(
+    server: ReverieLanguageServer, tracker: WorkspaceTracker | None = None
+) -> Callable[[JobEvent], None]:
+    """The manager's ``EventSink``: a session's events belong to its running extraction job.
+
+    An extraction the manager starts on its own (thresholds met) becomes an adopted job when it
+    emits ``start``; a forced extraction's events join the job the command created.
+    """
+    loop = asyncio.get_running_loop()
+
+    def handle(event: JobEvent) -> None:
+        jobs = server.jobs
+        job = jobs.active_for("session_memory", event.session_id) if event.session_id else None
+        task = asyncio.current_task() if _on_loop(loop) else None
+        if job is None and event.type in ("start", "trailing_start") and event.session_id:
+            owner = tracker or _tracker_of(server, event)
+            job = jobs.adopt(
+                "session_memory",
+                "Session notes",
+                task,
+                workspace=owner.folder if owner else None,
+                session_id=event.session_id,
+            )
+        elif job is not None and task is not None and task is not job.task:
+            if task not in job.linked_tasks:
+                job.linked_tasks.append(task)
+        if job is not None:
+            jobs.sink_for(job)(event)
+        else:
+            jobs.record(event)
+
+    def sink(event: JobEvent) -> None:
+        if _on_loop(loop):
+            handle(event)
+        else:
+            loop.call_soon_threadsafe(handle, event)
+
+    return sink
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _tracker_of(server: ReverieLanguageServer, event: JobEvent) -> WorkspaceTracker | None:
+    path = event.payload.get("notes_path") or event.payload.get("path")
+    return server.tracker_for_path(Path(path)) if path else None
+
+
+async def feed_session_memory(
+    tracker: WorkspaceTracker, ref: SessionRef, session: Session, appended: list[Message]
+) -> None:
+    """Appended messages: the manager applies the thresholds and starts an extraction if due."""
+    server = tracker.server
+    messages = await server.conversations.extend(ref, session, appended)
+    await server.session_memory().on_messages(session, messages, tracker.folder)
+
+
+def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
+    """``reverie.server.updateNotes``: an extraction now, whatever the thresholds say."""
+    server = tracker.server
+    running = server.jobs.active_for("session_memory", ref.session_id)
+    if running is not None:
+        return running
+
+    async def body(job: Job) -> JobResult:
+        session, messages = await server.conversations.full(ref)
+        result = await server.session_memory().extract(
+            session, messages, tracker.folder, force=True
+        )
+        if result.skipped_reason:
+            return JobResult(
+                "skipped",
+                f"extraction skipped: {result.skipped_reason}",
+                {"reason": result.skipped_reason},
+            )
+        if result.error:
+            return JobResult("error", result.error, {"error": result.error})
+        return JobResult(
+            "complete",
+            "session memory updated" if result.edited else "session memory checked",
+            result.as_json(),
+        )
+
+    return server.jobs.start(
+        "session_memory", "Session notes", body, workspace=tracker.folder, session_id=ref.session_id
+    )
+
+
+# --- lock status ---------------------------------------------------------------------------------
+
+
+async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
+    """Exactly what ``reverie lock --json`` reports for this workspace (same computation)."""
+    from reverie.memory.lock import ConsolidationLock, lock_status
+    from reverie.transcripts.discovery import sessions_touched_since
+
+    s = tracker.settings
+    memory_dir = tracker.memory_dir
+    exclude = tracker.current.session_id if tracker.current else None
+
+    def compute() -> LockStatus:
+        last = ConsolidationLock(memory_dir).last_consolidated_at()
+        since = last or datetime.fromtimestamp(0, UTC)
+        try:
+            count: int | None = len(
+                sessions_touched_since(tracker.folder, s.agent_home, since, exclude)
+            )
+        except OSError:
+            count = None
+        return lock_status(
+            memory_dir,
+            sessions_since=count,
+            min_hours=s.dream_min_hours,
+            min_sessions=s.dream_min_sessions,
+            enabled=s.dream_enabled,
+        )
+
+    return await asyncio.to_thread(compute)
+
+
+async def recover_lock(tracker: WorkspaceTracker) -> None:
+    """At start-up: finish or roll back a run a killed process left, and say what was done."""
+    from reverie.memory.lock import ConsolidationLock, pid_alive
+    from reverie.memory.session import recover_memory_dir
+
+    memory_dir = tracker.memory_dir
+
+    def recover() -> tuple[int | None, str | None]:
+        if not memory_dir.is_dir():
+            return None, None
+        lock = ConsolidationLock(memory_dir)
+        pid, _ = lock.read()
+        if pid is None or pid_alive(pid):
+            return None, None
+        finished = recover_memory_dir(memory_dir)
+        with lock.guard():
+            restored = lock.recover_dead_holder()
+        if finished:
+            return pid, "Reverie completed its interrupted run and kept the new consolidation time"
+        if restored:
+            return pid, "Reverie rolled it back and restored the previous consolidation time"
+        return pid, "the next dream will take it over"
+
+    pid, action = await asyncio.to_thread(recover)
+    if pid is not None:
+        tracker.lock_recovery_pid = pid
+        tracker.lock_recovery = action
+        logger.warning("lock in %s left by dead PID %s: %s", memory_dir, pid, action)
+
+
+# --- dream ---------------------------------------------------------------------------------------
+
+
+async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
+    """The dream gates, cheapest first; a dream job starts only when every gate passes.
+
+    Settings gates and the lock file's mtime (one ``stat``) run on the loop; the session scan,
+    at most once per ``dreamScanIntervalSeconds`` per memory dir, runs in a worker thread.
+    """
+    from reverie.dream.gates import cheap_gate, time_gate
+    from reverie.memory.lock import ConsolidationLock
+
+    server = tracker.server
+    s = tracker.settings
+    if cheap_gate(s, manual=False, is_subagent=False) is not None:
+        return None
+    if server.jobs.running_with_key(tracker.dream_key()) is not None:
+        return None
+    memory_dir = tracker.memory_dir
+    last = ConsolidationLock(memory_dir).last_consolidated_at()
+    hours = (datetime.now(UTC) - last).total_seconds() / 3600 if last else None
+    if not time_gate(hours, s):
+        return None
+    throttle = server.dream_throttle
+    if throttle.blocked(memory_dir, s.dream_scan_interval_seconds):
+        return None
+    throttle.mark(memory_dir)
+    status = await compute_lock_status(tracker)
+    sessions = status.sessions_since or 0
+    if sessions < s.dream_min_sessions:
+        server.on_job_event(
+            JobEvent(
+                job="dream",
+                type="skipped",
+                message=f"dream skipped: session_gate ({sessions} of {s.dream_min_sessions})",
+                payload={
+                    "reason": "session_gate",
+                    "sessions": sessions,
+                    "needed": s.dream_min_sessions,
+                    "memory_dir": str(memory_dir),
+                },
+            )
+        )
+        tracker.refresh_memory_diagnostics()
+        return None
+    return start_dream(tracker, manual=False, extra_context=None, logs_mode=False)
+
+
+def start_dream(
+    tracker: WorkspaceTracker, *, manual: bool, extra_context: str | None, logs_mode: bool
+) -> Job:
+    """A dream job (manual: no scheduling gates) through the shared ``DreamRunner`` logic."""
+    server = tracker.server
+    current = tracker.current
+
+    async def body(job: Job) -> JobResult:
+        from reverie.dream.runner import DreamRequest, DreamRunner
+
+        runner = DreamRunner(
+            tracker.settings,
+            events=server.jobs.sink_for(job),
+            throttle=_RunnerThrottle(),
+        )
+        request = DreamRequest(
+            workspace=tracker.folder,
+            manual=manual,
+            extra=extra_context or "",
+            logs=logs_mode,
+            current_session_id=current.session_id if current else None,
+        )
+        try:
+            result = await runner.run(request)
+        finally:
+            tracker.lock_changed()
+        payload = result.as_json()
+        if result.skipped_reason:
+            return JobResult(
+                "skipped",
+                f"dream skipped: {result.skipped_reason}",
+                {"reason": result.skipped_reason, **payload},
+            )
+        if result.error:
+            return JobResult(
+                "error", f"dream failed: {result.error}", {"error": result.error, **payload}
+            )
+        return JobResult("complete", result.summary or "dream complete", payload)
+
+    return server.jobs.start(
+        "dream",
+        "Manual dream" if manual else "Dream",
+        body,
+        workspace=tracker.folder,
+        key=tracker.dream_key(),
+    )
+
+
+class _RunnerThrottle(ScanThrottle):
+    """The server applies the scan throttle before it starts a job; the runner must not again."""
+
+    def blocked(self, memory_dir: Path, interval_seconds: float, now: float | None = None) -> bool:
+        return False
+
+    def mark(self, memory_dir: Path, now: float | None = None) -> None:
+        return None
+
+    def seconds_since(self, memory_dir: Path, now: float | None = None) -> float | None:
+        return None

@@ -1,0 +1,275 @@
+"""Every LSP feature and command handler of the Reverie server, and nothing else.
+
+Handlers validate the wire payload (``reverie.lsp.protocol``) and call the server or the
+workspace tracker; they hold no state. ``create_server`` registers them on a fresh server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types
+from pydantic import ValidationError
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from reverie.lsp.protocol import (
+    AppendMessagesParams,
+    Args,
+    CancelJobArgs,
+    CancelJobResult,
+    Commands,
+    DreamArgs,
+    HistoryArgs,
+    ListSessionsArgs,
+    LockStatusArgs,
+    Notifications,
+    SessionArgs,
+    SleepArgs,
+    StatusArgs,
+    UndoArgs,
+    Wire,
+)
+from reverie.lsp.server import ReverieLanguageServer
+from reverie.lsp.tracking import WorkspaceTracker
+
+logger = logging.getLogger(__name__)
+
+A = TypeVar("A", bound=Wire)
+T = TypeVar("T")
+
+
+class RequestFailed(JsonRpcException):
+    """LSP ``RequestFailed``: the command was valid but could not be carried out."""
+
+    CODE = -32803
+    MESSAGE = "Request failed"
+
+
+def parse_args(model: type[A], args: tuple[Any, ...]) -> A:
+    """One JSON object argument, or none (VS Code sends ``arguments: [{...}]``)."""
+    if len(args) == 0 or (len(args) == 1 and args[0] is None):
+        raw: dict[str, Any] = {}
+    elif len(args) == 1 and isinstance(args[0], dict):
+        raw = args[0]
+    else:
+        raise JsonRpcInvalidParams(message="expected a single JSON object argument (or none)")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        raise JsonRpcInvalidParams(message=f"invalid arguments: {problems}") from None
+
+
+async def _tracker(ls: ReverieLanguageServer, args: Args) -> WorkspaceTracker:
+    await ls.wait_ready()
+    try:
+        return ls.tracker_for(args.workspace)
+    except ValueError as exc:
+        raise RequestFailed(message=str(exc)) from None
+
+
+async def _call(coro: Awaitable[T]) -> T:
+    """Run a tracker call; expected failures become one-line ``RequestFailed`` errors."""
+    try:
+        return await coro
+    except (ValueError, LookupError, OSError) as exc:
+        raise RequestFailed(message=str(exc)) from None
+
+
+# --- lifecycle ---------------------------------------------------------------------------------
+
+
+def initialize(ls: ReverieLanguageServer, params: types.InitializeParams) -> None:
+    ls.set_initialization_options(params.initialization_options)
+
+
+async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams) -> None:
+    import asyncio
+
+    ls.log_handler.connect(ls.window_log_message, asyncio.get_running_loop())
+    ls.initialized_event.set()
+    await ls.pull_settings()
+    s = ls.settings
+    logger.info(
+        "Reverie %s (pid %d): provider %s, %d workspace folder(s)",
+        ls.version,
+        os.getpid(),
+        s.provider,
+        len(ls.workspace_folders()),
+    )
+    await ls.register_config_watch()
+    try:
+        await ls.start_tracking()
+    finally:
+        ls.ready.set()
+
+
+async def did_change_configuration(
+    ls: ReverieLanguageServer, params: types.DidChangeConfigurationParams
+) -> None:
+    await ls.settings_changed(params)
+
+
+async def did_change_workspace_folders(
+    ls: ReverieLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    for folder in params.event.removed:
+        path = to_fs_path(folder.uri)
+        if path:
+            await ls.stop_tracking(Path(path))
+    if params.event.added:
+        await ls.start_tracking()
+
+
+async def shutdown(ls: ReverieLanguageServer, *args: Any) -> None:
+    await ls.shutdown_all()
+
+
+# --- documents ---------------------------------------------------------------------------------
+
+
+def _document_changed(ls: ReverieLanguageServer, uri: str) -> None:
+    path = to_fs_path(uri)
+    if path:
+        ls.refresh_file_diagnostics(Path(path))
+
+
+def did_open(ls: ReverieLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    _document_changed(ls, params.text_document.uri)
+
+
+def did_change(ls: ReverieLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+    _document_changed(ls, params.text_document.uri)
+
+
+def did_save(ls: ReverieLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    _document_changed(ls, params.text_document.uri)
+
+
+def did_close(ls: ReverieLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+    _document_changed(ls, params.text_document.uri)
+
+
+# --- client -> server notifications ------------------------------------------------------------
+
+
+async def append_messages(ls: ReverieLanguageServer, params: Any) -> None:
+    try:
+        pushed = AppendMessagesParams.model_validate(params)
+    except ValidationError as exc:
+        logger.warning("ignored %s: %s", Notifications.APPEND_MESSAGES, exc.errors()[:3])
+        return
+    tracker = ls.tracker_for_path(Path(pushed.cwd))
+    if tracker is None:
+        logger.warning(
+            "ignored %s for %s: not inside an open workspace folder",
+            Notifications.APPEND_MESSAGES,
+            pushed.cwd,
+        )
+        return
+    await tracker.append_pushed(pushed)
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    parse_args(StatusArgs, args)
+    await ls.wait_ready()
+    return ls.status().wire()
+
+
+async def list_sessions(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ListSessionsArgs, args)
+    return (await _call((await _tracker(ls, a)).list_sessions())).wire()
+
+
+async def session_notes(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(SessionArgs, args)
+    return (await _call((await _tracker(ls, a)).session_notes(a.session_id))).wire()
+
+
+async def update_notes(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(SessionArgs, args)
+    return (await _call((await _tracker(ls, a)).update_notes(a.session_id))).wire()
+
+
+async def dream(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(DreamArgs, args)
+    return (await _call((await _tracker(ls, a)).manual_dream(a.extra_context, a.logs_mode))).wire()
+
+
+async def sleep(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(SleepArgs, args)
+    return (await _call((await _tracker(ls, a)).run_sleep(a.date))).wire()
+
+
+async def lock_status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(LockStatusArgs, args)
+    return await _call((await _tracker(ls, a)).lock_status_json())
+
+
+async def history(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(HistoryArgs, args)
+    return await _call((await _tracker(ls, a)).history(a.limit))
+
+
+async def undo(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(UndoArgs, args)
+    return await _call((await _tracker(ls, a)).undo(a.run_id))
+
+
+async def cancel_job(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(CancelJobArgs, args)
+    job = ls.jobs.jobs.get(a.job_id)
+    if job is None:
+        return CancelJobResult(
+            job_id=a.job_id, cancelled=False, message=f"no running job {a.job_id}"
+        ).wire()
+    cancelled = ls.jobs.cancel(a.job_id)
+    message = f"cancelling {job.title}" if cancelled else f"{job.title} is already finishing"
+    return CancelJobResult(job_id=a.job_id, cancelled=cancelled, message=message).wire()
+
+
+COMMANDS = {
+    Commands.STATUS: status,
+    Commands.LIST_SESSIONS: list_sessions,
+    Commands.SESSION_NOTES: session_notes,
+    Commands.UPDATE_NOTES: update_notes,
+    Commands.DREAM: dream,
+    Commands.SLEEP: sleep,
+    Commands.LOCK_STATUS: lock_status,
+    Commands.HISTORY: history,
+    Commands.UNDO: undo,
+    Commands.CANCEL_JOB: cancel_job,
+}
+
+FEATURES: dict[str, Any] = {
+    types.INITIALIZE: initialize,
+    types.INITIALIZED: initialized,
+    types.WORKSPACE_DID_CHANGE_CONFIGURATION: did_change_configuration,
+    types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS: did_change_workspace_folders,
+    types.SHUTDOWN: shutdown,
+    types.TEXT_DOCUMENT_DID_OPEN: did_open,
+    types.TEXT_DOCUMENT_DID_CHANGE: did_change,
+    types.TEXT_DOCUMENT_DID_SAVE: did_save,
+    types.TEXT_DOCUMENT_DID_CLOSE: did_close,
+    Notifications.APPEND_MESSAGES: append_messages,
+}
+
+
+def create_server() -> ReverieLanguageServer:
+    """A new server with every handler registered."""
+    server = ReverieLanguageServer()
+    for method, handler in FEATURES.items():
+        server.feature(method)(handler)
+    for name, handler in COMMANDS.items():
+        server.command(name)(handler)
+    return server

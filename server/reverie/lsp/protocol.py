@@ -1,0 +1,309 @@
+"""Names and payloads of every custom message between the Reverie server and its clients.
+
+This module is the contract the VS Code extension mirrors (``docs/protocol.md`` documents it).
+Every payload is a pydantic model whose JSON keys are camelCase; command arguments are a single
+JSON object (or nothing), command results are JSON objects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+# --- names -------------------------------------------------------------------------------------
+
+
+class Commands:
+    """``workspace/executeCommand`` ids the server registers."""
+
+    STATUS = "reverie.server.status"
+    LIST_SESSIONS = "reverie.server.listSessions"
+    SESSION_NOTES = "reverie.server.sessionNotes"
+    UPDATE_NOTES = "reverie.server.updateNotes"
+    DREAM = "reverie.server.dream"
+    SLEEP = "reverie.server.sleep"
+    LOCK_STATUS = "reverie.server.lockStatus"
+    HISTORY = "reverie.server.history"
+    UNDO = "reverie.server.undo"
+    CANCEL_JOB = "reverie.server.cancelJob"
+
+    ALL = (
+        STATUS,
+        LIST_SESSIONS,
+        SESSION_NOTES,
+        UPDATE_NOTES,
+        DREAM,
+        SLEEP,
+        LOCK_STATUS,
+        HISTORY,
+        UNDO,
+        CANCEL_JOB,
+    )
+
+
+class Notifications:
+    """Custom notification methods (server -> client unless marked otherwise)."""
+
+    MEMORY_SAVED = "reverie/memorySaved"
+    SESSION_NOTES_UPDATED = "reverie/sessionNotesUpdated"
+    JOB_EVENT = "reverie/jobEvent"
+    LOCK_CHANGED = "reverie/lockChanged"
+    #: client -> server
+    APPEND_MESSAGES = "reverie/appendMessages"
+
+
+#: the configuration section (``workspace/configuration`` and ``initializationOptions``)
+SETTINGS_SECTION = "reverie"
+
+JobKindName = Literal["session_memory", "dream", "sleep"]
+JobEventType = Literal[
+    "start",
+    "progress",
+    "complete",
+    "skipped",
+    "coalesced",
+    "trailing_start",
+    "cancelled",
+    "error",
+    "denied",
+    "memory_saved",
+    "notes_updated",
+    "lock_changed",
+]
+OutcomeType = Literal["complete", "skipped", "cancelled", "error"]
+
+
+class Wire(BaseModel):
+    """Base of every payload: camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object sent to the client."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Args(Wire):
+    """Base of command arguments: unknown keys are an error that names them."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    #: workspace folder (URI or path) the command applies to; default: the first folder
+    workspace: str | None = None
+
+
+# --- command arguments -------------------------------------------------------------------------
+
+
+class StatusArgs(Args):
+    pass
+
+
+class ListSessionsArgs(Args):
+    pass
+
+
+class SessionArgs(Args):
+    """``sessionNotes`` / ``updateNotes``: default is the workspace's current session."""
+
+    session_id: str | None = None
+
+
+class DreamArgs(Args):
+    extra_context: str | None = None
+    logs_mode: bool = False
+
+
+class SleepArgs(Args):
+    #: the day the cycle reviews (YYYY-MM-DD); default: today
+    date: dt.date | None = None
+
+
+class LockStatusArgs(Args):
+    pass
+
+
+class HistoryArgs(Args):
+    limit: int | None = Field(default=None, ge=1)
+
+
+class UndoArgs(Args):
+    #: default: the latest run that can be undone
+    run_id: str | None = None
+
+
+class CancelJobArgs(Wire):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    job_id: str
+
+
+# --- command results ---------------------------------------------------------------------------
+
+
+class JobStarted(Wire):
+    """Commands that start a job answer at once with its id; the rest arrives as notifications."""
+
+    job_id: str
+
+
+class SessionSummary(Wire):
+    session_id: str
+    agent: str
+    path: str
+    cwd: str | None = None
+    updated_at: datetime | None = None
+    parent_session_id: str | None = None
+
+
+class JobInfo(Wire):
+    """A job that is running now."""
+
+    job_id: str
+    kind: JobKindName
+    workspace: str | None = None
+    session_id: str | None = None
+    title: str
+    started_at: datetime
+    last_message: str = ""
+
+
+class JobOutcome(Wire):
+    """How the last job of a kind ended."""
+
+    job_id: str
+    kind: JobKindName
+    type: OutcomeType
+    message: str = ""
+    finished_at: datetime
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class UsageToday(Wire):
+    """Model tokens used by this server today (UTC day); cost only when prices are configured."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    calls: int = 0
+
+
+class StatusResult(Wire):
+    version: str
+    pid: int
+    workspace_folders: list[str]
+    sessions_tracked: int
+    current_session: SessionSummary | None = None
+    running_jobs: list[JobInfo] = Field(default_factory=list)
+    last_results: dict[str, JobOutcome] = Field(default_factory=dict)
+    tokens_today: UsageToday = Field(default_factory=UsageToday)
+    cost_today: float | None = None
+    provider: str
+    model: str | None = None
+    offline: bool
+
+
+class SessionsResult(Wire):
+    """``listSessions``: the objects ``reverie sessions --json`` prints, newest first."""
+
+    sessions: list[dict[str, Any]]
+
+
+class SessionNotesResult(Wire):
+    session_id: str
+    path: str
+    #: the notes text; empty when no notes have been written yet (``exists`` false)
+    content: str
+    exists: bool
+
+
+class HistoryResult(Wire):
+    runs: list[dict[str, Any]]
+
+
+class CancelJobResult(Wire):
+    job_id: str
+    cancelled: bool
+    message: str
+
+
+# --- notifications -----------------------------------------------------------------------------
+
+
+class MemorySaved(Wire):
+    """``reverie/memorySaved``: a dream or sleep changed memory files."""
+
+    memory_paths: list[str]
+    verb: str
+    source: str
+    run_id: str | None = None
+    message: str
+
+
+class SessionNotesUpdated(Wire):
+    """``reverie/sessionNotesUpdated``: an extraction finished (``edited``: the file changed)."""
+
+    session_id: str
+    path: str
+    edited: bool
+
+
+class JobEventPayload(Wire):
+    """``reverie/jobEvent``: every runtime event of every job."""
+
+    job_id: str | None
+    kind: str
+    type: JobEventType
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- client -> server --------------------------------------------------------------------------
+
+
+class PushedToolCall(Wire):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    name: str
+    id: str | None = None
+    input: dict[str, Any] = Field(default_factory=dict)
+    file_paths: list[str] = Field(default_factory=list)
+
+
+class PushedUsage(Wire):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class PushedMessage(Wire):
+    """One chat message pushed by a client; ``content`` is accepted as a synonym of ``text``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    role: Literal["user", "assistant", "system", "tool"]
+    text: str = ""
+    content: str | None = None
+    id: str | None = None
+    timestamp: datetime | None = None
+    model: str | None = None
+    tool_calls: list[PushedToolCall] = Field(default_factory=list)
+    usage: PushedUsage | None = None
+
+
+class AppendMessagesParams(Wire):
+    """``reverie/appendMessages``: messages of an agent that writes no transcript."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    session_id: str = Field(min_length=1)
+    cwd: str
+    messages: list[PushedMessage]
+    title: str | None = None

@@ -1,0 +1,506 @@
+"""The Reverie language server: one object that owns every piece of server state.
+
+Handlers (``reverie.lsp.handlers``) are thin: they call methods of this class. The domain work
+lives in the core packages; ``reverie.lsp.tracking`` adapts them per workspace folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Coroutine, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
+
+from reverie import __version__
+from reverie.config import Settings
+from reverie.dream.gates import ScanThrottle
+from reverie.events import JobEvent
+from reverie.lsp import settings as settings_mod
+from reverie.lsp.adapters import ConversationCache, session_memory_sink
+from reverie.lsp.jobs import Job, JobRegistry
+from reverie.lsp.log import ClientLogHandler, level_number
+from reverie.lsp.progress import JobProgress
+from reverie.lsp.protocol import (
+    SETTINGS_SECTION,
+    JobEventPayload,
+    MemorySaved,
+    Notifications,
+    SessionNotesUpdated,
+    StatusResult,
+    Wire,
+)
+
+if TYPE_CHECKING:
+    from reverie.lsp.tracking import WorkspaceTracker
+    from reverie.session_memory.manager import SessionMemoryManager
+
+logger = logging.getLogger(__name__)
+
+Severity = Literal["error", "warning", "info"]
+#: which popups each ``reverie.showNotifications`` value lets through
+_POPUP_LEVELS: dict[str, frozenset[str]] = {
+    "off": frozenset(),
+    "onError": frozenset({"error"}),
+    "onWarning": frozenset({"error", "warning"}),
+    "always": frozenset({"error", "warning", "info"}),
+}
+_MESSAGE_TYPES = {
+    "error": types.MessageType.Error,
+    "warning": types.MessageType.Warning,
+    "info": types.MessageType.Info,
+}
+_LOG_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}
+SHUTDOWN_DRAIN_SECONDS = 5.0
+
+
+@attrs.define
+class RawNotification:
+    """A client notification whose params we validate ourselves (pydantic), kept as plain JSON."""
+
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
+class ReverieProtocol(LanguageServerProtocol):
+    """Keeps the params of our custom client notifications as plain dicts, not namedtuples."""
+
+    def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        if method == Notifications.APPEND_MESSAGES:
+            return RawNotification
+        return super().get_message_type(method)
+
+
+class ReverieLanguageServer(LanguageServer):
+    """Owns settings, the task set, the job registry, per-folder trackers and diagnostics."""
+
+    def __init__(self) -> None:
+        super().__init__("reverie", __version__, protocol_cls=ReverieProtocol, max_workers=4)
+        self.resolved = settings_mod.resolve()
+        self._init_options: dict[str, Any] = {}
+        self._pulled: dict[str, Any] = {}
+        self._last_settings_message: str | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
+        self.jobs = JobRegistry(
+            spawn=self.run_task,
+            on_event=self.on_job_event,
+            make_progress=self._make_progress,
+            # the job's ``error`` event already tells the user (see ``_on_error``)
+            on_expected_error=lambda job, msg: logger.info("%s: %s", job.title, msg),
+        )
+        self.trackers: dict[Path, WorkspaceTracker] = {}
+        self.conversations = ConversationCache()
+        #: the dream's session-scan throttle, per memory dir, for the server's lifetime
+        self.dream_throttle = ScanThrottle()
+        self._session_memory: SessionMemoryManager | None = None
+        #: uri -> source -> diagnostics; published merged per uri
+        self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
+        self.initialized_event = asyncio.Event()
+        #: set once every workspace folder is tracked (commands wait for it)
+        self.ready = asyncio.Event()
+        self.shutting_down = False
+        #: level of the stderr handler (set by ``reverie serve`` from ``--log-level``)
+        self.stderr_level = logging.WARNING
+
+    # --- settings ------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self.resolved.settings
+
+    def set_initialization_options(self, options: Any) -> None:
+        self._init_options = settings_mod.section_of(options)
+        self.apply_settings(settings_mod.resolve(self._init_options, self._pulled))
+
+    def apply_settings(self, resolved: settings_mod.ResolvedSettings) -> None:
+        """Use new settings; tell the user (once per distinct problem) about invalid values."""
+        previous = self.resolved.settings
+        self.resolved = resolved
+        level = level_number(resolved.settings.log_level)
+        self.log_handler.setLevel(level)
+        logging.getLogger("reverie").setLevel(min(level, self.stderr_level))
+        message = resolved.message()
+        if message and message != self._last_settings_message:
+            self.show("warning", message, force=True)
+        self._last_settings_message = message
+        if previous != resolved.settings:
+            if self._session_memory is not None:
+                self._session_memory.settings = resolved.settings
+            for tracker in self.trackers.values():
+                tracker.settings_changed(previous)
+
+    def session_memory(self) -> SessionMemoryManager:
+        """The one ``SessionMemoryManager`` of this server (created on first use)."""
+        if self._session_memory is None:
+            from reverie.session_memory.manager import SessionMemoryManager
+
+            self._session_memory = SessionMemoryManager(
+                self.settings, events=session_memory_sink(self)
+            )
+        return self._session_memory
+
+    async def pull_settings(self) -> None:
+        """``workspace/configuration`` for section ``reverie`` (when the client supports it)."""
+        workspace_caps = self.client_capabilities.workspace
+        if not (workspace_caps and workspace_caps.configuration):
+            return
+        try:
+            result = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SETTINGS_SECTION)])
+            )
+        except Exception as exc:
+            logger.warning("workspace/configuration failed: %s", exc)
+            return
+        pulled = result[0] if result else None
+        self._pulled = settings_mod.section_of(_plain(pulled)) if pulled else {}
+        self.apply_settings(settings_mod.resolve(self._init_options, self._pulled))
+
+    async def settings_changed(self, params: types.DidChangeConfigurationParams) -> None:
+        workspace_caps = self.client_capabilities.workspace
+        if workspace_caps and workspace_caps.configuration:
+            await self.pull_settings()
+            return
+        pushed = settings_mod.section_of(_plain(params.settings))
+        if pushed:
+            self._pulled = pushed
+            self.apply_settings(settings_mod.resolve(self._init_options, self._pulled))
+
+    async def register_config_watch(self) -> None:
+        """Dynamically register ``workspace/didChangeConfiguration`` when the client allows it."""
+        workspace_caps = self.client_capabilities.workspace
+        dcc = workspace_caps.did_change_configuration if workspace_caps else None
+        if not (dcc and dcc.dynamic_registration):
+            logger.debug("client cannot register didChangeConfiguration dynamically")
+            return
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="reverie-config",
+                            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                            register_options=types.DidChangeConfigurationRegistrationOptions(
+                                section=SETTINGS_SECTION
+                            ),
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
+            logger.info("could not register for configuration changes: %s", exc)
+
+    # --- tasks, messages, notifications --------------------------------------------------------
+
+    def run_task(
+        self, coro: Coroutine[Any, Any, Any], name: str | None = None
+    ) -> asyncio.Task[Any]:
+        """Start a background task, keep a strong reference, and log how it failed."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            logger.error(
+                "background task %s failed",
+                task.get_name(),
+                exc_info=(type(exc), exc, exc.__traceback__),
+            )
+
+    def show(self, severity: Severity, message: str, *, force: bool = False) -> None:
+        """One line to the user, filtered by ``reverie.showNotifications`` (always logged).
+
+        ``force`` bypasses the filter for configuration problems the user must see unless
+        notifications are ``off``.
+        """
+        log_type = _MESSAGE_TYPES[severity]
+        logger.log(_LOG_LEVELS[severity], "%s", message)
+        policy = self.settings.show_notifications
+        allowed = _POPUP_LEVELS.get(policy, _POPUP_LEVELS["onError"])
+        if severity in allowed or (force and policy != "off"):
+            self.window_show_message(types.ShowMessageParams(type=log_type, message=message))
+
+    def notify(self, method: str, payload: Wire | dict[str, Any]) -> None:
+        data = payload.wire() if isinstance(payload, Wire) else payload
+        self.protocol.notify(method, data)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Unexpected errors go to the log with their traceback; the server keeps serving."""
+        logger.error(
+            "unexpected error (%s)",
+            getattr(source, "__name__", source),
+            exc_info=(type(error), error, error.__traceback__),
+        )
+
+    # --- jobs ----------------------------------------------------------------------------------
+
+    def _make_progress(self, job: Job) -> JobProgress | None:
+        return JobProgress(
+            self, f"reverie/{job.id}", f"Reverie: {job.title}", lambda: self.jobs.cancel(job.id)
+        )
+
+    def on_job_event(self, event: JobEvent) -> None:
+        """Turn one runtime event into notifications, popups and refreshed diagnostics."""
+        payload = dict(event.payload)
+        payload.setdefault("message", event.message)
+        payload["at"] = event.at.isoformat()
+        if event.session_id:
+            payload.setdefault("sessionId", event.session_id)
+        self.notify(
+            Notifications.JOB_EVENT,
+            JobEventPayload(job_id=event.job_id, kind=event.job, type=event.type, payload=payload),
+        )
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            try:
+                handler(event)
+            except Exception:
+                logger.exception("handling %s event failed", event.type)
+
+    def _on_memory_saved(self, event: JobEvent) -> None:
+        p = event.payload
+        paths = p.get("memory_paths") or p.get("files_touched") or []
+        job = self.jobs.jobs.get(event.job_id or "")
+        tracker = self.trackers.get(job.workspace) if job and job.workspace else None
+        if job is not None and job.kind == "dream":
+            source = "manual" if job.title.startswith("Manual") else "dream"
+        else:
+            source = str(p.get("source") or event.job)
+        saved = MemorySaved(
+            memory_paths=[str(x) for x in paths],
+            verb=str(p.get("verb") or "saved").lower(),
+            source=source,
+            run_id=p.get("run_id"),
+            message=event.message or "Memory saved",
+        )
+        if not saved.memory_paths and saved.run_id and tracker is not None:
+            # the sleep cycle names only its run: the files come from the history
+            self.run_task(self._memory_saved_from_history(tracker, saved), "memory saved")
+            return
+        self._send_memory_saved(saved, tracker)
+
+    async def _memory_saved_from_history(
+        self, tracker: WorkspaceTracker, saved: MemorySaved
+    ) -> None:
+        from reverie.memory.history import HistoryError, MemoryHistory
+
+        memory_dir = tracker.memory_dir
+
+        def files() -> list[str]:
+            try:
+                record = MemoryHistory(memory_dir).find(saved.run_id)
+            except HistoryError:
+                return []
+            return [str(memory_dir / name) for name in record.files_touched]
+
+        saved.memory_paths = await asyncio.to_thread(files)
+        verb = "saved" if saved.memory_paths else saved.verb
+        saved.verb = verb
+        self._send_memory_saved(saved, tracker)
+
+    def _send_memory_saved(self, saved: MemorySaved, tracker: WorkspaceTracker | None) -> None:
+        self.notify(Notifications.MEMORY_SAVED, saved)
+        self.show("info", f"Reverie: {saved.message.splitlines()[0]}")
+        for t in [tracker] if tracker is not None else list(self.trackers.values()):
+            t.memory_written([Path(x) for x in saved.memory_paths])
+
+    def _on_notes_updated(self, event: JobEvent) -> None:
+        p = event.payload
+        path = p.get("path")
+        if not path or not event.session_id:
+            return
+        self.notify(
+            Notifications.SESSION_NOTES_UPDATED,
+            SessionNotesUpdated(
+                session_id=event.session_id, path=str(path), edited=bool(p.get("edited"))
+            ),
+        )
+        self.refresh_file_diagnostics(Path(path))
+
+    def _on_start(self, event: JobEvent) -> None:
+        if event.job in ("dream", "sleep"):
+            self._lock_may_have_changed(event)
+
+    def _on_complete(self, event: JobEvent) -> None:
+        self._on_start(event)
+
+    def _on_cancelled(self, event: JobEvent) -> None:
+        self._on_start(event)
+
+    def _lock_may_have_changed(self, event: JobEvent) -> None:
+        job = self.jobs.jobs.get(event.job_id or "")
+        tracker = self.trackers.get(job.workspace) if job and job.workspace else None
+        if tracker is not None:
+            tracker.lock_changed()
+
+    def _on_lock_changed(self, event: JobEvent) -> None:
+        memory_dir = event.payload.get("memory_dir")
+        for tracker in self.trackers.values():
+            if memory_dir is None or Path(memory_dir) == tracker.memory_dir:
+                tracker.lock_changed()
+
+    def _on_error(self, event: JobEvent) -> None:
+        if event.job == "watch":
+            self.show("warning", f"Reverie: {event.message}")
+            return
+        self._on_start(event)
+        # expected failures of a job (no API key, 401, rate limit): one line to the user
+        self.show("error", f"Reverie: {event.message}")
+
+    def _on_skipped(self, event: JobEvent) -> None:
+        reason = event.payload.get("reason")
+        if reason in ("lock_busy", "missing_llm_client", "missing_llm"):
+            detail = event.payload.get("detail") or event.payload.get("error")
+            self.show("warning", f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
+
+    # --- workspaces ----------------------------------------------------------------------------
+
+    def workspace_folders(self) -> list[Path]:
+        folders: list[Path] = []
+        for folder in self.workspace.folders.values():
+            path = to_fs_path(folder.uri)
+            if path:
+                folders.append(Path(path))
+        if not folders and self.workspace.root_path:
+            folders.append(Path(self.workspace.root_path))
+        return folders
+
+    async def start_tracking(self) -> None:
+        from reverie.lsp.tracking import WorkspaceTracker
+
+        for folder in self.workspace_folders():
+            key = folder.resolve()
+            if key in self.trackers:
+                continue
+            tracker = WorkspaceTracker(self, key)
+            self.trackers[key] = tracker
+            await tracker.start()
+
+    async def stop_tracking(self, folder: Path) -> None:
+        tracker = self.trackers.pop(folder.resolve(), None)
+        if tracker is not None:
+            await tracker.stop()
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Commands that need the trackers wait for start-up (discovery) to finish."""
+        try:
+            await asyncio.wait_for(self.ready.wait(), timeout)
+        except TimeoutError:
+            logger.warning("start-up is taking longer than %ss", timeout)
+
+    def tracker_for(self, workspace: str | None) -> WorkspaceTracker:
+        """The tracker a command applies to: the named folder, else the most recently active."""
+        if not self.trackers:
+            raise ValueError("no workspace folder is open")
+        if workspace:
+            path = (
+                Path(to_fs_path(workspace) or workspace) if "://" in workspace else Path(workspace)
+            )
+            tracker = self.trackers.get(path.expanduser().resolve())
+            if tracker is None:
+                raise ValueError(f"{workspace} is not an open workspace folder")
+            return tracker
+        return max(self.trackers.values(), key=lambda t: t.last_activity)
+
+    def tracker_for_path(self, path: Path) -> WorkspaceTracker | None:
+        for tracker in self.trackers.values():
+            if tracker.owns(path):
+                return tracker
+        return None
+
+    def status(self) -> StatusResult:
+        usage, cost = self.jobs.usage_today()
+        current = None
+        trackers = list(self.trackers.values())
+        if trackers:
+            active = max(trackers, key=lambda t: t.last_activity)
+            current = active.current_summary()
+        s = self.settings
+        return StatusResult(
+            version=__version__,
+            pid=os.getpid(),
+            workspace_folders=[str(f.resolve()) for f in self.workspace_folders()],
+            sessions_tracked=sum(t.sessions_tracked() for t in trackers),
+            current_session=current,
+            running_jobs=[j.info() for j in self.jobs.running()],
+            last_results=dict(self.jobs.last_results),
+            tokens_today=usage,
+            cost_today=cost,
+            provider=s.provider,
+            model=s.model,
+            offline=s.provider == "offline",
+        )
+
+    # --- diagnostics ---------------------------------------------------------------------------
+
+    def set_diagnostics(self, uri: str, source: str, diagnostics: list[types.Diagnostic]) -> None:
+        per_source = self._diagnostics.setdefault(uri, {})
+        if not diagnostics and source not in per_source:
+            return
+        per_source[source] = diagnostics
+        merged = [d for ds in per_source.values() for d in ds]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=merged)
+        )
+
+    def refresh_file_diagnostics(self, path: Path) -> None:
+        """Recompute the diagnostics of one Reverie file (MEMORY.md, topic file, notes)."""
+        tracker = self.tracker_for_path(path)
+        if tracker is not None:
+            tracker.refresh_diagnostics(path)
+
+    def document_text(self, path: Path) -> str | None:
+        """The open buffer's text for ``path`` (None when the file is not open)."""
+        uri = from_fs_path(str(path))
+        if uri is None:
+            return None
+        doc = self.workspace.text_documents.get(uri)
+        return doc.source if doc is not None else None
+
+    # --- shutdown ------------------------------------------------------------------------------
+
+    async def shutdown_all(self, timeout: float = SHUTDOWN_DRAIN_SECONDS) -> None:
+        """Stop watchers, drain jobs for ``timeout`` seconds, cancel the rest, then our tasks."""
+        self.shutting_down = True
+        for tracker in list(self.trackers.values()):
+            await tracker.stop()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if self._session_memory is not None:
+            await self._session_memory.drain(timeout)
+        await self.jobs.drain(max(deadline - loop.time(), 0.1))
+        leftovers = [t for t in self._tasks if not t.done() and t is not asyncio.current_task()]
+        for task in leftovers:
+            task.cancel()
+        if leftovers:
+            await asyncio.wait(leftovers, timeout=2.0)
+        self.log_handler.disconnect()
+
+
+def _plain(value: Any) -> Any:
+    """Namedtuple ``Object``s (pygls' view of untyped JSON) back into dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def uris(paths: Iterable[Path]) -> list[str]:
+    return [u for u in (from_fs_path(str(p)) for p in paths) if u]

@@ -1,0 +1,482 @@
+"""Per-workspace-folder tracking: sessions, session memory, dream gates, the sleep schedule,
+memory-dir diagnostics and the commands that read them.
+
+A ``WorkspaceTracker`` adapts the core (transcripts, session memory, dream, sleep, memory) to the
+server. Anything that touches many files or parses transcripts runs off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reverie.config import ProjectPaths, Settings, ensure_private_dir
+from reverie.events import JobEvent
+from reverie.fsutil import atomic_write_text
+from reverie.lsp import diagnostics as diag
+from reverie.lsp.jobs import Job, JobResult
+from reverie.lsp.protocol import (
+    AppendMessagesParams,
+    JobStarted,
+    SessionNotesResult,
+    SessionsResult,
+    SessionSummary,
+)
+
+if TYPE_CHECKING:
+    from reverie.lsp.server import ReverieLanguageServer
+    from reverie.transcripts.discovery import SessionRef
+    from reverie.transcripts.model import Message, Session
+
+logger = logging.getLogger(__name__)
+
+#: how long the watcher waits before restarting after an unexpected failure
+WATCH_RESTART_SECONDS = 5.0
+#: settings whose change means the watcher / memory dir must be set up again
+_PLACE_FIELDS = ("agent_home", "data_dir", "memory_dir", "memory_dir_preset", "watch_debounce_ms")
+
+
+class WorkspaceTracker:
+    """Everything Reverie follows for one workspace folder."""
+
+    def __init__(self, server: ReverieLanguageServer, folder: Path) -> None:
+        self.server = server
+        self.folder = folder
+        self.sessions: dict[str, SessionRef] = {}
+        self.current: SessionRef | None = None
+        self.last_activity = time.monotonic()
+        self._watch_task: asyncio.Task[None] | None = None
+        self._sleep_task: asyncio.Task[None] | None = None
+        self._watcher: Any = None
+        self._stopping = False
+        self._last_dream_scan = 0.0
+        self._dream_check_pending = False
+        self._lock_snapshot: dict[str, Any] | None = None
+        #: uris of memory files that currently carry diagnostics
+        self.memory_uris: set[str] = set()
+        #: what Reverie did about a lock a dead process left (shown on MEMORY.md)
+        self.lock_recovery: str | None = None
+        self.lock_recovery_pid: int | None = None
+
+    # --- places --------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self.server.settings
+
+    @property
+    def paths(self) -> ProjectPaths:
+        return ProjectPaths(self.settings, self.folder)
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.paths.memory_dir.expanduser().resolve()
+
+    def owns(self, path: Path) -> bool:
+        """True for files of this folder, its Reverie data and its memory dir."""
+        path = path.expanduser().resolve()
+        roots = (self.folder, self.paths.root.resolve(), self.memory_dir)
+        return any(path == root or path.is_relative_to(root) for root in roots)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from reverie.lsp.adapters import recover_lock
+
+        self._stopping = False
+        await recover_lock(self)
+        await self.rediscover()
+        logger.info(
+            "tracking %s: %d session(s), memory in %s",
+            self.folder,
+            len(self.sessions),
+            self.memory_dir,
+        )
+        self._watch_task = self.server.run_task(self._watch_loop(), f"watch {self.folder.name}")
+        self._sleep_task = self.server.run_task(self._sleep_loop(), f"sleep {self.folder.name}")
+        self.refresh_memory_diagnostics()
+        self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._watcher is not None:
+            try:
+                self._watcher.stop()
+            except Exception:
+                logger.debug("watcher stop failed", exc_info=True)
+        for task in (self._watch_task, self._sleep_task):
+            if task is not None and not task.done():
+                task.cancel()
+        pending = [t for t in (self._watch_task, self._sleep_task) if t is not None]
+        if pending:
+            await asyncio.wait(pending, timeout=2.0)
+
+    def settings_changed(self, previous: Settings) -> None:
+        now = self.settings
+        if any(getattr(previous, f) != getattr(now, f) for f in _PLACE_FIELDS):
+            logger.info("places changed for %s: restarting the watcher", self.folder)
+            self.server.run_task(self._restart(), f"restart {self.folder.name}")
+        elif (previous.sleep_time, previous.sleep_enabled) != (now.sleep_time, now.sleep_enabled):
+            if self._sleep_task is not None:
+                self._sleep_task.cancel()
+            self._sleep_task = self.server.run_task(self._sleep_loop(), f"sleep {self.folder.name}")
+
+    async def _restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    async def rediscover(self) -> None:
+        from reverie.transcripts.discovery import discover_sessions
+
+        try:
+            refs = await asyncio.to_thread(discover_sessions, self.folder, self.settings.agent_home)
+        except Exception:
+            logger.exception("session discovery failed for %s", self.folder)
+            return
+        for ref in refs:
+            self._remember(ref)
+
+    def _remember(self, ref: SessionRef) -> None:
+        self.sessions[ref.session_id] = ref
+        if ref.parent_session_id is not None:
+            return
+        current = self.current
+        if (
+            current is None
+            or current.session_id == ref.session_id
+            or _ts(ref.updated_at) >= _ts(current.updated_at)
+        ):
+            self.current = ref
+
+    def sessions_tracked(self) -> int:
+        return len(self.sessions)
+
+    def current_summary(self) -> SessionSummary | None:
+        ref = self.current
+        if ref is None:
+            return None
+        return SessionSummary(
+            session_id=ref.session_id,
+            agent=ref.agent,
+            path=str(ref.path),
+            cwd=ref.cwd,
+            updated_at=ref.updated_at,
+            parent_session_id=ref.parent_session_id,
+        )
+
+    def _session_id(self, session_id: str | None) -> str:
+        if session_id:
+            return session_id
+        if self.current is None:
+            raise LookupError(f"no session found for workspace {self.folder}")
+        return self.current.session_id
+
+    @property
+    def _watch_state_path(self) -> Path:
+        return self.paths.root / "watch-state.json"
+
+    def _load_watch_state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._watch_state_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            logger.warning("ignoring unreadable %s: %s", self._watch_state_path, exc)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _save_watch_state(self, watcher: Any) -> None:
+        """Tail positions, so what agents append while the editor is closed is caught up."""
+        try:
+            states = {k: v.model_dump(mode="json") for k, v in watcher.states().items()}
+            ensure_private_dir(self.paths.root)
+            atomic_write_text(self._watch_state_path, json.dumps(states))
+        except Exception:
+            logger.warning("could not save watcher state for %s", self.folder, exc_info=True)
+
+    async def _watch_loop(self) -> None:
+        from reverie.transcripts.watch import SessionWatcher
+
+        states = await asyncio.to_thread(self._load_watch_state)
+        while not self._stopping:
+            s = self.settings
+            try:
+                watcher = SessionWatcher(
+                    self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None
+                )
+            except Exception:  # a corrupt saved state must not stop tracking
+                logger.warning("discarding saved watcher state", exc_info=True)
+                watcher = SessionWatcher(self.folder, s.agent_home, s.watch_debounce_ms)
+            states = {}
+            self._watcher = watcher
+            try:
+                async for appended in watcher:
+                    await self.on_appended(appended.ref, appended.session, appended.messages)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.exception("watching %s failed; restarting", self.folder)
+                self.server.on_job_event(
+                    JobEvent(
+                        job="watch",
+                        type="error",
+                        message=f"watching sessions failed: {exc}",
+                        payload={"workspace": str(self.folder)},
+                    )
+                )
+                await asyncio.sleep(WATCH_RESTART_SECONDS)
+            finally:
+                watcher.stop()
+                await asyncio.to_thread(self._save_watch_state, watcher)
+
+    async def on_appended(self, ref: SessionRef, session: Session, messages: list[Message]) -> None:
+        """New messages of a session: remember it, feed session memory, check the dream gates."""
+        self._remember(ref)
+        self.last_activity = time.monotonic()
+        if messages:
+            await self._feed_session_memory(ref, session, messages)
+        self.schedule_dream_check()
+
+    async def append_pushed(self, pushed: AppendMessagesParams) -> None:
+        """Messages pushed by a client (``reverie/appendMessages``) take the watcher's path."""
+        from reverie.lsp.pushed import append_pushed
+
+        # the watcher picks the transcript up like any other session
+        await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
+
+    async def list_sessions(self) -> SessionsResult:
+        """``reverie sessions --json`` rows for this folder (same function, off the loop)."""
+        from reverie.commands.sessions import session_rows
+
+        rows = await asyncio.to_thread(session_rows, self.folder, self.settings.agent_home)
+        return SessionsResult(sessions=rows)
+
+    async def session_notes(self, session_id: str | None) -> SessionNotesResult:
+        sid = self._session_id(session_id)
+        path = self.paths.notes_path(sid)
+        try:
+            content = await asyncio.to_thread(path.read_text, encoding="utf-8")
+            exists = True
+        except FileNotFoundError:
+            content, exists = "", False
+        return SessionNotesResult(session_id=sid, path=str(path), content=content, exists=exists)
+
+    # --- session memory ------------------------------------------------------------------------
+
+    async def _feed_session_memory(
+        self, ref: SessionRef, session: Session, messages: list[Message]
+    ) -> None:
+        from reverie.lsp.adapters import feed_session_memory
+
+        try:
+            await feed_session_memory(self, ref, session, messages)
+        except Exception:
+            logger.exception("session memory failed for %s", ref.session_id)
+
+    async def update_notes(self, session_id: str | None) -> JobStarted:
+        from reverie.lsp.adapters import forced_extraction
+
+        sid = self._session_id(session_id)
+        ref = self.sessions.get(sid)
+        if ref is None:
+            await self.rediscover()
+            ref = self.sessions.get(sid)
+        if ref is None:
+            raise LookupError(f"unknown session {sid}")
+        job = forced_extraction(self, ref)
+        return JobStarted(job_id=job.id)
+
+    # --- dream ---------------------------------------------------------------------------------
+
+    def dream_key(self) -> str:
+        return f"dream:{self.memory_dir}"
+
+    def schedule_dream_check(self) -> None:
+        """Check the gates soon (once per burst of appended messages)."""
+        if self._dream_check_pending:
+            return
+        self._dream_check_pending = True
+        self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
+
+    async def _check_dream(self) -> None:
+        from reverie.lsp.adapters import auto_dream_if_due
+
+        self._dream_check_pending = False
+        if self.server.shutting_down:
+            return
+        try:
+            await auto_dream_if_due(self)
+        except Exception:
+            logger.exception("dream gate check failed for %s", self.folder)
+
+    async def manual_dream(self, extra_context: str | None, logs_mode: bool) -> JobStarted:
+        from reverie.lsp.adapters import start_dream
+
+        running = self.server.jobs.running_with_key(self.dream_key())
+        if running is not None:
+            raise ValueError(f"a dream is already running for this memory directory ({running.id})")
+        job = start_dream(self, manual=True, extra_context=extra_context, logs_mode=logs_mode)
+        return JobStarted(job_id=job.id)
+
+    # --- sleep ---------------------------------------------------------------------------------
+
+    async def run_sleep(self, date: dt.date | None) -> JobStarted:
+        key = f"sleep:{self.paths.root}"
+        running = self.server.jobs.running_with_key(key)
+        if running is not None:
+            raise ValueError(
+                f"the sleep cycle is already running for this workspace ({running.id})"
+            )
+        return JobStarted(job_id=self._start_sleep(date).id)
+
+    def _start_sleep(self, date: dt.date | None) -> Job:
+        folder = self.folder
+
+        async def body(job: Job) -> JobResult:
+            from reverie.sleep.cycle import SleepCycle
+
+            cycle = SleepCycle(self.settings, events=self.server.jobs.sink_for(job))
+            report = await cycle.run(folder, date)
+            if report.skipped_reason:
+                return JobResult(
+                    "skipped", report.skipped_reason, {"reason": report.skipped_reason}
+                )
+            return JobResult("complete", "sleep cycle done", report.to_json_dict())
+
+        title = f"Sleep cycle{f' for {date.isoformat()}' if date else ''}"
+        return self.server.jobs.start(
+            "sleep", title, body, workspace=folder, key=f"sleep:{self.paths.root}"
+        )
+
+    async def _sleep_loop(self) -> None:
+        from reverie.sleep.schedule import load_state, seconds_until_next_run
+
+        while not self._stopping:
+            s = self.settings
+            if not s.sleep_enabled:
+                return
+            state = await asyncio.to_thread(load_state, self.paths)
+            now = dt.datetime.now().astimezone()
+            delay = seconds_until_next_run(now, s.sleep_time, state.last_run_date)
+            # wake at least hourly: clock changes and suspended laptops shift the schedule
+            await asyncio.sleep(min(delay, 3600.0))
+            if delay > 3600.0:
+                continue
+            if self.server.jobs.running_with_key(f"sleep:{self.paths.root}") is None:
+                job = self._start_sleep(None)
+                if job.task is not None:
+                    await asyncio.wait([job.task])
+            # never run twice for the same slot, even if the cycle did not record its run
+            await asyncio.sleep(60.0)
+
+    # --- memory dir: lock, history, undo, diagnostics -------------------------------------------
+
+    async def lock_status(self) -> Any:
+        from reverie.lsp.adapters import compute_lock_status
+
+        return await compute_lock_status(self)
+
+    async def lock_status_json(self) -> dict[str, Any]:
+        """``reverie lock --json`` for this folder."""
+        status = await self.lock_status()
+        return dict(status.model_dump(mode="json"))
+
+    async def history(self, limit: int | None) -> dict[str, Any]:
+        """``reverie history --json``: ``{memory_dir, runs}``, newest first."""
+        from reverie.commands.history import run_json
+        from reverie.memory.history import HistoryError, MemoryHistory
+
+        memory_dir = self.memory_dir
+
+        def read() -> list[dict[str, Any]]:
+            try:
+                return [run_json(r) for r in MemoryHistory(memory_dir).runs()]
+            except HistoryError as exc:
+                raise ValueError(str(exc)) from None
+
+        runs = await asyncio.to_thread(read)
+        return {"memory_dir": str(memory_dir), "runs": runs[:limit] if limit else runs}
+
+    async def undo(self, run_id: str | None) -> dict[str, Any]:
+        """``reverie undo --json``: ``{memory_dir, run, changed}``."""
+        from reverie.commands.history import run_json
+        from reverie.memory.history import HistoryError
+        from reverie.memory.lock import LockBusy
+        from reverie.memory.transaction import TransactionError
+        from reverie.memory.undo import undo_run
+
+        memory_dir = self.memory_dir
+        if self.server.jobs.running_with_key(self.dream_key()) is not None:
+            raise ValueError("a dream is running for this memory directory; try again after it")
+        try:
+            result = await undo_run(memory_dir, run_id)
+        except HistoryError as exc:
+            raise ValueError(str(exc)) from None
+        except LockBusy:
+            raise ValueError(
+                "another process is consolidating this memory dir (lock_busy); try again"
+            ) from None
+        except (OSError, TransactionError) as exc:
+            raise ValueError(f"undo failed, memory unchanged: {exc}") from None
+        record = result.record
+        touched = record.files_touched if record else []
+        self.memory_written([memory_dir / name for name in touched])
+        self.lock_changed()
+        return {
+            "memory_dir": str(memory_dir),
+            "run": run_json(record) if record else None,
+            "changed": not result.changes.empty,
+        }
+
+    def memory_written(self, paths: list[Path]) -> None:
+        """A job or undo changed memory files: refresh their diagnostics (and the index's)."""
+        self.refresh_memory_diagnostics()
+
+    def lock_changed(self) -> None:
+        self.server.run_task(self._publish_lock(), f"lock {self.folder.name}")
+
+    async def _publish_lock(self) -> None:
+        from reverie.lsp.protocol import Notifications
+
+        try:
+            status = await self.lock_status_json()
+        except Exception:
+            logger.exception("lock status failed for %s", self.folder)
+            return
+        if status != self._lock_snapshot:
+            self._lock_snapshot = status
+            self.server.notify(Notifications.LOCK_CHANGED, status)
+        self.refresh_memory_diagnostics()
+
+    def refresh_memory_diagnostics(self) -> None:
+        self.server.run_task(self._refresh_memory(), f"memory diagnostics {self.folder.name}")
+
+    async def _refresh_memory(self) -> None:
+        try:
+            await diag.publish_memory_dir(self.server, self)
+        except Exception:
+            logger.exception("memory diagnostics failed for %s", self.memory_dir)
+
+    def refresh_diagnostics(self, path: Path) -> None:
+        """Diagnostics of one file this tracker owns (memory file or session notes)."""
+        path = path.expanduser().resolve()
+        if path.is_relative_to(self.memory_dir):
+            self.refresh_memory_diagnostics()
+        elif path.name == "session_memory.md" and path.is_relative_to(self.paths.root.resolve()):
+            diag.publish_notes(self.server, self, path)
+
+
+def _ts(value: dt.datetime | None) -> float:
+    if value is None:
+        return 0.0
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.timestamp()

@@ -1,0 +1,301 @@
+"""History of every applied memory run, kept as git objects through dulwich.
+
+Why git (dulwich) rather than a home-made snapshot store: content-addressed blobs deduplicate
+unchanged topic files across hundreds of runs, diffs and unified patches come for free
+(``dulwich.diff_tree`` / ``dulwich.patch``), and a user can inspect or rescue their memory with
+plain ``git --git-dir <memory>/.reverie/history.git log -p`` without Reverie. Only the object
+store and one ref are used (a bare repository, no index or work tree), so there is no git index
+to corrupt when a process is killed; stale ``*.lock`` files a kill may leave are swept during
+recovery while the consolidation lock is held.
+
+Each run is one commit whose tree is the memory dir after the run and whose parent is the memory
+dir before it. Edits made by hand between runs are recorded first as a separate ``edit`` commit,
+so "before this run" is always exact and a deleted topic file is always recoverable.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from dulwich.diff_tree import tree_changes
+from dulwich.index import commit_tree
+from dulwich.object_store import iter_tree_contents
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.patch import write_tree_diff
+from dulwich.refs import Ref
+from dulwich.repo import Repo
+from pydantic import BaseModel, Field
+
+from reverie.fsutil import atomic_write_bytes
+from reverie.memory.lock import state_dir
+from reverie.memory.store import visible_files
+
+logger = logging.getLogger(__name__)
+
+RunSource = Literal["auto", "manual", "sleep", "undo", "edit"]
+REF = Ref(b"refs/heads/memory")
+_AUTHOR = b"Reverie <reverie@localhost>"
+_FILE_MODE = 0o100644
+
+
+class RunRecord(BaseModel):
+    """One applied run as ``reverie history`` lists it."""
+
+    run_id: str
+    at: datetime
+    source: RunSource
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    sessions: list[str] = Field(default_factory=list)
+    summary: str = ""
+    undoes: str | None = None
+    commit: str = ""
+    parent: str | None = None
+
+    @property
+    def files_touched(self) -> list[str]:
+        return sorted({*self.added, *self.changed, *self.removed})
+
+
+class HistoryError(Exception):
+    """A run id that does not exist, or a history that cannot be read."""
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    moment = now or datetime.now(UTC)
+    return f"{moment.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+class MemoryHistory:
+    """The git history of one memory dir (``.reverie/history.git``)."""
+
+    def __init__(self, memory_dir: Path) -> None:
+        self.memory_dir = memory_dir
+        self.git_dir = state_dir(memory_dir) / "history.git"
+
+    # --- repository ----------------------------------------------------------------------
+    def _repo(self) -> Repo:
+        if (self.git_dir / "objects").is_dir():
+            return Repo(str(self.git_dir))
+        state_dir(self.memory_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return Repo.init_bare(str(self.git_dir), mkdir=not self.git_dir.exists())
+
+    def exists(self) -> bool:
+        return (self.git_dir / "objects").is_dir()
+
+    def head(self) -> ObjectID | None:
+        if not self.exists():
+            return None
+        with self._repo() as repo:
+            try:
+                return ObjectID(repo.refs[REF])
+            except KeyError:
+                return None
+
+    def sweep_stale_locks(self) -> int:
+        """Remove ``*.lock`` files a killed writer left (call only under the consolidation lock)."""
+        removed = 0
+        if not self.git_dir.is_dir():
+            return 0
+        for path in self.git_dir.rglob("*.lock"):
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                continue
+        return removed
+
+    # --- writing -------------------------------------------------------------------------
+    def snapshot_tree(self, root: Path) -> ObjectID:
+        """Store the visible files under ``root`` and return their tree id."""
+        with self._repo() as repo:
+            blobs: list[tuple[bytes, ObjectID, int]] = []
+            for name in visible_files(root):
+                blob = Blob.from_string((root / name).read_bytes())
+                repo.object_store.add_object(blob)
+                blobs.append((name.encode("utf-8", "surrogateescape"), blob.id, _FILE_MODE))
+            return commit_tree(repo.object_store, blobs)
+
+    def _tree_of(self, repo: Repo, commit_id: ObjectID | None) -> ObjectID | None:
+        if commit_id is None:
+            return None
+        commit = repo[commit_id]
+        assert isinstance(commit, Commit)
+        return ObjectID(commit.tree)
+
+    def _make_commit(self, repo: Repo, tree: ObjectID, parent: ObjectID | None, record: RunRecord,
+                     ) -> ObjectID:
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [parent] if parent else []
+        commit.author = commit.committer = _AUTHOR
+        stamp = int(record.at.timestamp())
+        commit.author_time = commit.commit_time = stamp
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.encoding = b"UTF-8"
+        headline = (
+            f"{record.source}: +{len(record.added)} ~{len(record.changed)} "
+            f"-{len(record.removed)}"
+        )
+        meta = record.model_dump(mode="json", exclude={"commit", "parent"})
+        commit.message = f"{headline}\n\n{json.dumps(meta, sort_keys=True)}\n".encode()
+        repo.object_store.add_object(commit)
+        return commit.id
+
+    def _diff(self, repo: Repo, old: ObjectID | None, new: ObjectID) -> tuple[list[str], ...]:
+        added: list[str] = []
+        changed: list[str] = []
+        removed: list[str] = []
+        for change in tree_changes(repo.object_store, old, new):
+            if change.type == "add" and change.new is not None:
+                added.append(change.new.path.decode("utf-8", "surrogateescape"))
+            elif change.type == "delete" and change.old is not None:
+                removed.append(change.old.path.decode("utf-8", "surrogateescape"))
+            elif change.new is not None:
+                changed.append(change.new.path.decode("utf-8", "surrogateescape"))
+        return sorted(added), sorted(changed), sorted(removed)
+
+    def baseline(self, live_dir: Path) -> ObjectID | None:
+        """The commit holding the live dir as it is now (records hand edits as an ``edit``)."""
+        tree = self.snapshot_tree(live_dir)
+        with self._repo() as repo:
+            head = repo.refs[REF] if REF in repo.refs else None
+            if self._tree_of(repo, head) == tree:
+                return head
+            if head is None and not visible_files(live_dir):
+                return None
+            old = self._tree_of(repo, head)
+            added, changed, removed = self._diff(repo, old, tree)
+            record = RunRecord(
+                run_id=new_run_id(), at=datetime.now(UTC), source="edit",
+                added=added, changed=changed, removed=removed,
+                summary="changes made outside Reverie",
+            )
+            commit = self._make_commit(repo, tree, head, record)
+            if not repo.refs.set_if_equals(REF, head, commit):
+                raise HistoryError("memory history moved while recording a baseline")
+            return commit
+
+    def prepare(self, parent: ObjectID | None, new_root: Path, record: RunRecord) -> RunRecord:
+        """Write the run's objects (not yet visible in the history). Fills the file lists."""
+        tree = self.snapshot_tree(new_root)
+        with self._repo() as repo:
+            added, changed, removed = self._diff(repo, self._tree_of(repo, parent), tree)
+            record = record.model_copy(update={"added": added, "changed": changed,
+                                               "removed": removed})
+            commit = self._make_commit(repo, tree, parent, record)
+        return record.model_copy(update={
+            "commit": commit.decode(), "parent": parent.decode() if parent else None,
+        })
+
+    def advance(self, parent: str | None, commit: str) -> None:
+        """Publish a prepared run (idempotent, so recovery can repeat it)."""
+        with self._repo() as repo:
+            head = repo.refs[REF] if REF in repo.refs else None
+            if head == commit.encode():
+                return
+            old = ObjectID(parent.encode()) if parent else None
+            if not repo.refs.set_if_equals(REF, old, ObjectID(commit.encode())):
+                raise HistoryError("memory history moved while publishing a run")
+
+    # --- reading -------------------------------------------------------------------------
+    def _records(self, include_edits: bool) -> list[RunRecord]:
+        if not self.exists():
+            return []
+        out: list[RunRecord] = []
+        with self._repo() as repo:
+            current = repo.refs[REF] if REF in repo.refs else None
+            while current is not None:
+                commit = repo[current]
+                assert isinstance(commit, Commit)
+                record = _parse_record(commit)
+                if record is not None and (include_edits or record.source != "edit"):
+                    out.append(record)
+                current = commit.parents[0] if commit.parents else None
+        return out
+
+    def runs(self, *, include_edits: bool = False) -> list[RunRecord]:
+        """Runs, newest first."""
+        return self._records(include_edits)
+
+    def find(self, run_id: str | None) -> RunRecord:
+        """A run by id or unique id prefix; ``None`` is the latest run."""
+        runs = self.runs()
+        if not runs:
+            raise HistoryError("no memory runs recorded yet")
+        if run_id is None:
+            return runs[0]
+        matches = [r for r in runs if r.run_id == run_id] or [
+            r for r in runs if r.run_id.startswith(run_id)
+        ]
+        if len(matches) != 1:
+            raise HistoryError(
+                f"no run {run_id!r}" if not matches else f"run id {run_id!r} is ambiguous"
+            )
+        return matches[0]
+
+    def materialize(self, commit: str | None, target: Path) -> None:
+        """Make the visible files of ``target`` exactly the tree of ``commit`` (None = empty)."""
+        wanted: dict[str, bytes] = {}
+        with self._repo() as repo:
+            tree = self._tree_of(repo, ObjectID(commit.encode())) if commit else None
+            if tree is not None:
+                for entry in iter_tree_contents(repo.object_store, tree):
+                    if entry.path is None or entry.sha is None:
+                        continue
+                    blob = repo[entry.sha]
+                    assert isinstance(blob, Blob)
+                    wanted[entry.path.decode("utf-8", "surrogateescape")] = blob.as_raw_string()
+        for name in visible_files(target):
+            if name not in wanted:
+                (target / name).unlink()
+        for name, data in wanted.items():
+            path = target / name
+            if not path.is_file() or path.read_bytes() != data:
+                atomic_write_bytes(path, data)
+
+    def diff(self, run_id: str | None) -> str:
+        """The unified diff a run made."""
+        record = self.find(run_id)
+        with self._repo() as repo:
+            old = self._tree_of(repo, ObjectID(record.parent.encode())) if record.parent else None
+            new = self._tree_of(repo, ObjectID(record.commit.encode()))
+            buffer = io.BytesIO()
+            write_tree_diff(buffer, repo.object_store, old, new)
+        return buffer.getvalue().decode("utf-8", "replace")
+
+    def file_at(self, commit: str, name: str) -> bytes | None:
+        """A file's bytes at a commit (to recover a deleted topic file)."""
+        with self._repo() as repo:
+            tree_id = self._tree_of(repo, ObjectID(commit.encode()))
+            tree = repo[tree_id] if tree_id else None
+            if not isinstance(tree, Tree):
+                return None
+            for entry in iter_tree_contents(repo.object_store, tree.id):
+                if entry.path == name.encode() and entry.sha is not None:
+                    blob = repo[entry.sha]
+                    return blob.as_raw_string() if isinstance(blob, Blob) else None
+        return None
+
+
+def _parse_record(commit: Commit) -> RunRecord | None:
+    text = commit.message.decode("utf-8", "replace")
+    _, _, body = text.partition("\n\n")
+    try:
+        data = json.loads(body.strip())
+        record = RunRecord.model_validate(data)
+    except ValueError:
+        logger.debug("skipping foreign commit %s", commit.id)
+        return None
+    parent = commit.parents[0].decode() if commit.parents else None
+    return record.model_copy(update={"commit": commit.id.decode(), "parent": parent})
+

@@ -1,0 +1,296 @@
+"""The consolidation lock: ``.consolidate-lock`` in the memory dir.
+
+The file holds the PID of the process consolidating; its mtime is "last consolidated at", which
+the time gate reads. A lock younger than an hour whose holder is alive blocks; anything else is
+taken over. Taking the lock writes our PID and re-reads it to verify ownership; an advisory
+``flock`` on a guard file makes check-and-write atomic between processes, so two editor windows
+can never both win.
+
+Before taking the lock its previous mtime is saved in ``.reverie/lock-prior.json``. A failed or
+cancelled run puts that mtime back (or removes the lock if there was none). A run killed outright
+cannot do so, so the next process to look at the lock notices the dead holder and restores it
+from the record: the time gate is not falsely closed for a day. A successful run empties the
+file (no holder) and keeps the fresh mtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from reverie.fsutil import atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+LOCK_NAME = ".consolidate-lock"
+STATE_DIR_NAME = ".reverie"
+HOLDER_STALE_SECONDS = 3600.0
+
+
+def state_dir(memory_dir: Path) -> Path:
+    """Reverie's bookkeeping inside a memory dir (a dot-directory: never part of the memory)."""
+    return memory_dir / STATE_DIR_NAME
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True when ``pid`` is a running (non-zombie) process."""
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    # state is the first field after the parenthesised command name
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+class PriorRecord(BaseModel):
+    """What the lock looked like before a run took it: enough to roll back after a kill."""
+
+    pid: int
+    prior_mtime: float | None
+    acquired_at: float
+
+
+class LockBusy(Exception):
+    """Another live process holds a fresh lock."""
+
+
+class ConsolidationLock:
+    """The PID lock of one memory dir. Create one per run attempt."""
+
+    def __init__(self, memory_dir: Path, *, stale_seconds: float = HOLDER_STALE_SECONDS) -> None:
+        self.memory_dir = memory_dir
+        self.path = memory_dir / LOCK_NAME
+        self.prior_path = state_dir(memory_dir) / "lock-prior.json"
+        self.guard_path = state_dir(memory_dir) / "lock.guard"
+        self.stale_seconds = stale_seconds
+        self._held: PriorRecord | None = None
+
+    # --- reading ---------------------------------------------------------------------------
+    def read(self) -> tuple[int | None, float | None]:
+        """(holder pid or None, mtime or None). Garbage content reads as no holder."""
+        try:
+            mtime = self.path.stat().st_mtime
+            raw = self.path.read_text("utf-8", errors="replace").strip()
+        except OSError:
+            return None, None
+        try:
+            pid = int(raw) if raw else None
+        except ValueError:
+            logger.warning("ignoring unreadable lock content in %s", self.path)
+            pid = None
+        return pid, mtime
+
+    def last_consolidated_at(self) -> datetime | None:
+        _pid, mtime = self.read()
+        return datetime.fromtimestamp(mtime, UTC) if mtime is not None else None
+
+    @property
+    def held(self) -> bool:
+        return self._held is not None
+
+    # --- guard -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Serialise lock bookkeeping between processes (released by the kernel on death)."""
+        state_dir(self.memory_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.guard_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # --- recovery --------------------------------------------------------------------------
+    def _read_prior(self) -> PriorRecord | None:
+        try:
+            return PriorRecord.model_validate_json(self.prior_path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            logger.warning("discarding unreadable %s", self.prior_path)
+            self.prior_path.unlink(missing_ok=True)
+            return None
+
+    def recover_dead_holder(self) -> bool:
+        """If a killed run left the lock, restore the last-consolidated time it replaced.
+
+        Call with the guard held and after any interrupted transaction has been completed
+        (a completed transaction discards the record: that run did consolidate).
+        """
+        record = self._read_prior()
+        if record is None:
+            return False
+        pid, _mtime = self.read()
+        if pid_alive(record.pid) and record.pid != os.getpid():
+            return False
+        if record.pid == os.getpid() and self._held is not None:
+            return False
+        if pid == record.pid:
+            logger.info("restoring lock of dead holder %s in %s", record.pid, self.memory_dir)
+            self._restore(record.prior_mtime)
+        self.prior_path.unlink(missing_ok=True)
+        return True
+
+    def _restore(self, prior_mtime: float | None) -> None:
+        if prior_mtime is None:
+            self.path.unlink(missing_ok=True)
+            return
+        atomic_write_text(self.path, "")
+        os.utime(self.path, (prior_mtime, prior_mtime))
+
+    # --- acquire / release -----------------------------------------------------------------
+    def _busy(self) -> bool:
+        pid, mtime = self.read()
+        return (
+            mtime is not None
+            and time.time() - mtime < self.stale_seconds
+            and pid is not None
+            and pid_alive(pid)
+        )
+
+    def try_acquire(self, recover: Callable[[], bool] | None = None) -> bool:
+        """Take the lock. False when another live process holds a fresh one.
+
+        ``recover`` runs once no live holder is left (under the guard, before taking over): it
+        finishes what a killed holder left and returns True if that run had reached its commit
+        point, in which case its fresh last-consolidated time is kept.
+        """
+        if self.path.is_symlink():
+            raise OSError(f"{self.path} is a symlink; refusing to use it as a lock")
+        with self.guard():
+            if self._busy():
+                logger.debug("lock %s held by a live process", self.path)
+                return False
+            if recover is not None and recover():
+                self.forget_prior()
+            self.recover_dead_holder()
+            _pid, mtime = self.read()
+            record = PriorRecord(pid=os.getpid(), prior_mtime=mtime, acquired_at=time.time())
+            atomic_write_text(self.prior_path, record.model_dump_json())
+            atomic_write_text(self.path, str(os.getpid()))
+            verify, _ = self.read()
+            if verify != os.getpid():
+                self.prior_path.unlink(missing_ok=True)
+                return False
+            self._held = record
+            return True
+
+    def release(self) -> None:
+        """Success: the mtime stays "now" (last consolidated); the file no longer names a holder."""
+        if self._held is None:
+            return
+        with self.guard():
+            atomic_write_text(self.path, "")
+            self.prior_path.unlink(missing_ok=True)
+        self._held = None
+
+    def rollback(self) -> None:
+        """Failure or cancellation: put the previous last-consolidated time back."""
+        if self._held is None:
+            return
+        with self.guard():
+            pid, _ = self.read()
+            if pid == os.getpid():
+                self._restore(self._held.prior_mtime)
+            self.prior_path.unlink(missing_ok=True)
+        self._held = None
+
+    def forget_prior(self) -> None:
+        """An interrupted run was completed by recovery: its fresh mtime is the truth."""
+        self.prior_path.unlink(missing_ok=True)
+
+
+NextGate = Literal[
+    "disabled", "time_gate", "session_gate", "lock_busy", "open",
+]
+
+
+class LockStatus(BaseModel):
+    """What ``reverie lock --json`` prints."""
+
+    memory_dir: str
+    lock_path: str
+    holder_pid: int | None
+    holder_alive: bool
+    last_consolidated_at: str | None
+    hours_since: float | None
+    sessions_since: int | None
+    next_gate: str
+
+
+def lock_status(
+    memory_dir: Path,
+    *,
+    sessions_since: int | None,
+    min_hours: float,
+    min_sessions: int,
+    enabled: bool = True,
+    now: float | None = None,
+) -> LockStatus:
+    """The lock's state and which gate an automatic dream would stop at next."""
+    lock = ConsolidationLock(memory_dir)
+    pid, mtime = lock.read()
+    alive = pid_alive(pid)
+    current = time.time() if now is None else now
+    hours = (current - mtime) / 3600 if mtime is not None else None
+    if not enabled:
+        gate = "disabled"
+    elif hours is not None and hours < min_hours:
+        gate = "time_gate"
+    elif sessions_since is not None and sessions_since < min_sessions:
+        gate = "session_gate"
+    elif alive and mtime is not None and current - mtime < HOLDER_STALE_SECONDS:
+        gate = "lock_busy"
+    else:
+        gate = "open"
+    return LockStatus(
+        memory_dir=str(memory_dir),
+        lock_path=str(lock.path),
+        holder_pid=pid,
+        holder_alive=alive,
+        last_consolidated_at=(
+            datetime.fromtimestamp(mtime, UTC).isoformat() if mtime is not None else None
+        ),
+        hours_since=round(hours, 3) if hours is not None else None,
+        sessions_since=sessions_since,
+        next_gate=gate,
+    )
+
+
+def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = None) -> bool:
+    """On start-up: if the lock's holder is dead, finish its work and restore the lock.
+
+    Returns True when something was recovered. Does nothing while a live process holds it.
+    """
+    if not memory_dir.is_dir() or memory_dir.is_symlink():
+        return False
+    lock = ConsolidationLock(memory_dir)
+    if not lock.prior_path.exists() and not (state_dir(memory_dir) / "journal.json").exists():
+        return False
+    with lock.guard():
+        if lock._busy():
+            return False
+        completed = recover() if recover is not None else False
+        if completed:
+            lock.forget_prior()
+        return lock.recover_dead_holder() or completed

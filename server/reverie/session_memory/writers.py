@@ -1,0 +1,81 @@
+"""The interface both notes writers share, and the offline writer behind it.
+
+A writer gets the current notes and the conversation and returns the new notes text. It never
+writes the notes file itself: the manager validates the result (the validity guard) and writes it
+atomically, so a failing writer leaves the file byte-identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from reverie.config import Settings
+from reverie.events import EventSink
+from reverie.redact import redact
+from reverie.session_memory.conversation import redact_messages
+from reverie.session_memory.offline import OfflineNotesBuilder, merge_notes
+from reverie.session_memory.state import ExtractionState
+from reverie.session_memory.template import NotesTemplate
+from reverie.transcripts.model import Message, Session
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    session: Session
+    workspace: Path
+    notes_path: Path
+    current_notes: str
+    template: NotesTemplate
+    #: the whole conversation (sidechain records included; writers pick what they need).
+    messages: Sequence[Message]
+    state: ExtractionState
+    settings: Settings
+    events: EventSink
+
+
+@dataclass(slots=True)
+class WriteOutcome:
+    """What a writer produced. ``text`` is ``None`` when it failed (``error`` says why)."""
+
+    text: str | None
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    redactions: int = 0
+    error: str | None = None
+    #: offline writer only: its own lines per section (saved to tell them from hand edits).
+    generated: dict[str, list[str]] | None = None
+    denials: list[str] = field(default_factory=list)
+
+
+class NotesWriter(Protocol):
+    name: str
+
+    async def write(self, request: WriteRequest) -> WriteOutcome: ...
+
+
+def build_offline_notes(request: WriteRequest) -> WriteOutcome:
+    """Synchronous core of the offline writer (run in a worker thread)."""
+    cleaned, redactions = redact_messages(request.messages)
+    builder = OfflineNotesBuilder(cleaned, request.session, request.workspace)
+    generated = builder.build()
+    current, n = redact(request.current_notes)
+    merged = merge_notes(current, request.template, generated, request.state.generated)
+    return WriteOutcome(
+        text=merged.text,
+        redactions=redactions + n,
+        generated=merged.generated,
+    )
+
+
+class OfflineWriter:
+    """The default engine: deterministic notes from the conversation, no model call."""
+
+    name = "offline"
+
+    async def write(self, request: WriteRequest) -> WriteOutcome:
+        return await asyncio.to_thread(build_offline_notes, request)

@@ -1,0 +1,238 @@
+"""The nightly sleep cycle: light -> deep -> REM -> housekeeping, each phase traced.
+
+``SleepCycle(settings).run(workspace, date)`` reviews one workspace's sessions for a review date
+(default: today in local time) and returns a ``SleepReport``. With the offline engine (no API
+key) deep sleep and REM are deterministic (``reverie.sleep.offline``); with a provider, deep
+sleep sends one batch and REM one structured request. REM writes the same memory dir as dream,
+through its lock, transaction and history (source ``sleep``), so the run can be undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import date as Date
+from datetime import datetime
+from pathlib import Path
+
+from reverie.config import ProjectPaths, Settings
+from reverie.events import EventSink, JobEvent, discard_events
+from reverie.llm.types import ModelClient
+from reverie.sleep.deep import DeepResult, SessionInput, deep_sleep_offline, deep_sleep_with_model
+from reverie.sleep.entries import load_entries
+from reverie.sleep.housekeeping import run_housekeeping
+from reverie.sleep.journal import journal_path, render_journal, write_journal
+from reverie.sleep.light import select_sessions
+from reverie.sleep.models import MemoryEntry, SleepReport
+from reverie.sleep.offline import consolidate_offline
+from reverie.sleep.rem import (
+    RemError,
+    RemOutcome,
+    acquire_lock,
+    apply_entries,
+    consolidate_with_model,
+)
+from reverie.sleep.schedule import SleepState, save_state
+from reverie.sleep.tracing import PhaseSpan, SleepTracer
+from reverie.transcripts.discovery import SessionRef, discover_sessions
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+Sleeper = Callable[[float], Awaitable[None]]
+
+
+def local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+class SleepCycle:
+    """One cycle runner. ``client`` defaults to ``make_client(settings, "sleep")`` (closed after
+    the run); ``clock`` (local wall time), ``sleep`` and ``monotonic`` are injectable so the batch
+    timeout and backoff are testable without waiting."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: ModelClient | None = None,
+        clock: Clock = local_now,
+        sleep: Sleeper = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        events: EventSink = discard_events,
+        tracer: SleepTracer | None = None,
+        poll_initial: float = 5.0,
+        poll_max: float = 60.0,
+        batch_timeout: float = 7200.0,
+        lock_wait_seconds: float = 300.0,
+        lock_poll_seconds: float = 5.0,
+    ) -> None:
+        self.settings = settings
+        self._client = client
+        self._clock = clock
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._events = events
+        self._tracer = tracer or SleepTracer()
+        self._poll = (poll_initial, poll_max, batch_timeout)
+        self._lock_wait = (lock_wait_seconds, lock_poll_seconds)
+
+    def _emit(self, type_: str, message: str, **payload: object) -> None:
+        self._events(JobEvent(job="sleep", type=type_, message=message,  # type: ignore[arg-type]
+                              payload=dict(payload)))
+
+    async def run(self, workspace: Path, date: Date | None = None) -> SleepReport:
+        now = self._clock()
+        review_date = date or now.date()
+        paths = ProjectPaths(self.settings, workspace)
+        started = time.monotonic()
+        owned_client = self._client is None
+        client = self._client
+        if client is None:
+            from reverie.llm.factory import make_client
+
+            client = make_client(self.settings, "sleep")
+        report = SleepReport(date=review_date, engine="offline" if client.is_offline else "model")
+        self._emit("start", f"sleep cycle for {review_date.isoformat()}", date=str(review_date))
+        try:
+            with self._tracer.phase("cycle", date=review_date.isoformat()) as root:
+                await self._run_phases(client, paths, review_date, now, report)
+                root.set("sessions_found", report.sessions_found)
+                root.set("skipped", report.skipped_reason is not None)
+        except Exception as exc:
+            self._emit("error", f"sleep cycle failed: {exc}")
+            raise
+        finally:
+            if owned_client:
+                await client.aclose()
+        report.duration_seconds = round(time.monotonic() - started, 3)
+        if review_date == now.date():
+            state = SleepState(last_run_date=review_date, last_run_at=now,
+                               last_run_id=report.run_id)
+            await asyncio.to_thread(save_state, paths, state)
+        if report.skipped_reason:
+            self._emit("skipped", report.skipped_reason, reason=report.skipped_reason)
+        else:
+            self._emit("complete", f"sleep cycle for {review_date.isoformat()} done",
+                       **report.to_json_dict())
+            if report.run_id:
+                self._emit("memory_saved", f"memory consolidated by sleep ({report.run_id})",
+                           run_id=report.run_id)
+        return report
+
+    async def _run_phases(
+        self, client: ModelClient, paths: ProjectPaths, review_date: Date, now: datetime,
+        report: SleepReport,
+    ) -> None:
+        tracer = self._tracer
+        with tracer.phase("light", date=review_date.isoformat()) as span:
+            refs = await asyncio.to_thread(
+                discover_sessions, paths.workspace, self.settings.agent_home
+            )
+            chosen = select_sessions(refs, review_date, now)
+            report.sessions_found = len(chosen)
+            span.set("sessions_found", len(chosen))
+        if not chosen:
+            report.skipped_reason = "no sessions changed since the midnight before the review date"
+            with tracer.phase("housekeeping") as span:
+                await self._housekeeping(paths, now, refs, report, span)
+            return
+
+        with tracer.phase("deep", sessions=len(chosen)) as span:
+            inputs = [SessionInput(ref=ref, notes_path=paths.notes_path(ref.session_id))
+                      for ref in chosen]
+            memory_before = await asyncio.to_thread(load_entries, paths.memory_dir)
+            if client.is_offline:
+                deep = await asyncio.to_thread(deep_sleep_offline, inputs)
+            else:
+                initial, maximum, timeout = self._poll
+                deep = await deep_sleep_with_model(
+                    client, inputs, memory_before, poll_initial=initial, poll_max=maximum,
+                    timeout=timeout, sleep=self._sleep, clock=self._monotonic,
+                )
+            report.summaries_ok = deep.ok
+            report.summaries_failed = deep.failed
+            report.candidates = len(deep.candidates)
+            engine = "offline" if client.is_offline else f"{client.provider} {client.model}"
+            text = render_journal(review_date, deep.digests, engine=engine, failed=deep.failed)
+            path = journal_path(paths, review_date)
+            await asyncio.to_thread(write_journal, path, text)
+            report.journal_path = path
+            for key in ("summaries_ok", "summaries_failed", "candidates"):
+                span.set(key, getattr(report, key))
+
+        with tracer.phase("rem") as span:
+            await self._rem(client, paths, review_date, now, deep, text, report)
+            span.set("entries_before", report.entries_before)
+            span.set("entries_after", report.entries_after)
+            if report.rem_error:
+                span.set("error", report.rem_error)
+
+        with tracer.phase("housekeeping") as span:
+            await self._housekeeping(paths, now, refs, report, span)
+
+    async def _rem(
+        self, client: ModelClient, paths: ProjectPaths, review_date: Date, now: datetime,
+        deep: DeepResult, journal_text: str, report: SleepReport,
+    ) -> None:
+        memory_dir = paths.memory_dir
+        if deep.ok == 0:
+            report.rem_error = "no session was summarised, so memory was left alone"
+            return
+        wait, poll = self._lock_wait
+        try:
+            lock = await acquire_lock(memory_dir, wait_seconds=wait, poll_seconds=poll,
+                                      sleep=self._sleep)
+        except RemError as exc:
+            report.rem_error = str(exc)
+            return
+        try:
+            before = await asyncio.to_thread(load_entries, memory_dir)
+            report.entries_before = report.entries_after = len(before)
+            after = await self._consolidate(client, review_date, before, journal_text, deep)
+            outcome: RemOutcome = await asyncio.to_thread(
+                apply_entries, memory_dir, before, after, review_date=review_date,
+                sessions=[d.session_id for d in deep.digests if d.error is None],
+                summary=f"sleep cycle for {review_date.isoformat()}",
+            )
+        except RemError as exc:
+            logger.warning("REM changed nothing: %s", exc)
+            report.rem_error = str(exc)
+            await asyncio.to_thread(lock.rollback)
+            return
+        except BaseException:
+            await asyncio.to_thread(lock.rollback)
+            raise
+        if outcome.run_id is None:
+            await asyncio.to_thread(lock.rollback)
+        else:
+            await asyncio.to_thread(lock.release)
+        report.entries_after = len(after)
+        report.run_id = outcome.run_id
+
+    async def _consolidate(
+        self, client: ModelClient, review_date: Date, before: Sequence[MemoryEntry],
+        journal_text: str, deep: DeepResult,
+    ) -> list[MemoryEntry]:
+        cap = self.settings.sleep_max_entries
+        if client.is_offline:
+            return consolidate_offline(before, deep.candidates, review_date, cap)
+        return await consolidate_with_model(
+            client, review_date=review_date, max_entries=cap, memory=before,
+            journal=journal_text, candidates=deep.candidates,
+            max_tokens=self.settings.max_output_tokens,
+        )
+
+    async def _housekeeping(
+        self, paths: ProjectPaths, now: datetime, refs: Sequence[SessionRef],
+        report: SleepReport, span: PhaseSpan,
+    ) -> None:
+        result = await asyncio.to_thread(
+            run_housekeeping, paths, self.settings, now, transcripts=refs,
+        )
+        report.housekeeping = result
+        span.set("bytes_reclaimed", result.bytes_reclaimed)
+        span.set("files_deleted", result.journals_deleted + result.notes_deleted
+                 + result.transcripts_deleted)

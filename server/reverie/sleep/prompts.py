@@ -1,0 +1,89 @@
+"""What the sleep cycle asks the model, in Reverie's own words.
+
+Both prompts ask for JSON that the caller validates against a pydantic model; a reply that does
+not validate is counted (deep sleep) or changes nothing (REM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date as Date
+
+from reverie.sleep.models import MemoryCandidate, MemoryEntry
+
+SUMMARY_SYSTEM = (
+    "You are Reverie's night reviewer. You read one coding-agent session from the past day and "
+    "report on it for a work journal and for the project's long-term memory."
+)
+
+SUMMARY_INSTRUCTIONS = """\
+Review the session below and answer with a ConversationSummary.
+
+summary: a few plain sentences for the journal: the goal, what was changed (name files and
+commands), how it ended, and what is still open. No greetings, no speculation.
+
+memory_candidates: facts this project's future sessions should know and that the current memory
+does not already say: how to build, test or run things; conventions and decisions; pitfalls and
+the fix that worked; the user's stated preferences or corrections. Each has a short kebab-case
+key naming the topic and a self-contained value (one to three sentences, absolute dates).
+Leave the list empty when the session taught nothing durable. Never include secrets."""
+
+REM_SYSTEM = (
+    "You are Reverie's memory keeper. Once a night you rewrite a project's long-term memory so "
+    "it stays small, current and useful to the coding agents that load it."
+)
+
+REM_INSTRUCTIONS = """\
+Consolidate the memory below with what was learned on {date}.
+
+- Fold in the new candidates that add something; merge ones that say the same thing.
+- Re-read every existing entry: correct what today's journal contradicts, drop what is stale,
+  duplicated or no longer useful, keep the rest.
+- Return at most {max_entries} entries in total. This is a hard limit.
+- Keep the key, wording and recorded date of every entry you leave unchanged; use {date} as the
+  recorded date of new or changed entries. Keys are short kebab-case topic names.
+- title: a few words. description: one line (under 110 characters) saying when the entry
+  matters. type: user (about the person), feedback (their preferences and corrections),
+  project (facts about this codebase), or reference (pointers to outside resources).
+- content: the fact itself, self-contained, with absolute dates. Never include secrets."""
+
+
+def format_memory(entries: Sequence[MemoryEntry]) -> str:
+    if not entries:
+        return "(empty)"
+    blocks = []
+    for e in entries:
+        blocks.append(
+            f"- key: {e.key}\n  title: {e.title}\n  type: {e.type}\n"
+            f"  recorded: {e.recorded.isoformat()}\n  description: {e.description}\n"
+            f"  content: {e.content.strip()}"
+        )
+    return "\n".join(blocks)
+
+
+def format_candidates(candidates: Sequence[MemoryCandidate]) -> str:
+    if not candidates:
+        return "(none)"
+    return "\n".join(f"- {c.key}: {' '.join(c.value.split())}" for c in candidates)
+
+
+def summary_request_text(memory: Sequence[MemoryEntry], session_text: str) -> str:
+    return (
+        f"{SUMMARY_INSTRUCTIONS}\n\n## Current memory\n{format_memory(memory)}\n\n"
+        f"## Session\n{session_text}"
+    )
+
+
+def rem_request_text(
+    review_date: Date,
+    max_entries: int,
+    memory: Sequence[MemoryEntry],
+    journal: str,
+    candidates: Sequence[MemoryCandidate],
+) -> str:
+    instructions = REM_INSTRUCTIONS.format(date=review_date.isoformat(), max_entries=max_entries)
+    return (
+        f"{instructions}\n\n## Current memory ({len(memory)} entries)\n{format_memory(memory)}\n\n"
+        f"## Today's journal\n{journal.strip()}\n\n## New candidates\n"
+        f"{format_candidates(candidates)}"
+    )

@@ -1,0 +1,149 @@
+"""REM: consolidate memory + journal + candidates into at most N entries, and write them through
+the memory part's lock, transaction and history, exactly like a dream run (source ``sleep``).
+
+Order matters: the lock is taken before the memory is read for the request and held until the
+apply, so a dream can never interleave. The model's reply is validated against a schema whose
+entry list is capped at N; a reply that still fails after the client's one repair attempt raises
+and nothing is written. A kill at any moment leaves the live dir as before or as after (the
+transaction's journal), and the next run's recovery finishes or discards it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from datetime import date as Date
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field, create_model
+
+from reverie.fsutil import atomic_write_text
+from reverie.llm.errors import StructuredOutputError
+from reverie.llm.types import ChatMessage, ModelClient
+from reverie.memory.history import MemoryHistory, RunRecord, new_run_id
+from reverie.memory.lock import ConsolidationLock
+from reverie.memory.transaction import ChangeSet, MemoryTransaction, recover
+from reverie.sleep.entries import fix_recorded_dates, render_files
+from reverie.sleep.models import ConsolidatedMemory, MemoryCandidate, MemoryEntry
+from reverie.sleep.prompts import REM_SYSTEM, rem_request_text
+from reverie.sleep.redaction import redact_text
+
+logger = logging.getLogger(__name__)
+
+
+class RemError(Exception):
+    """REM could not produce a valid memory; nothing was written."""
+
+
+class LockBusyError(RemError):
+    """A dream (or another sleep) holds the memory lock."""
+
+
+def capped_model(max_entries: int) -> type[ConsolidatedMemory]:
+    """``ConsolidatedMemory`` whose schema and validation allow at most ``max_entries``."""
+    model: type[ConsolidatedMemory] = create_model(
+        "ConsolidatedMemory",
+        __base__=ConsolidatedMemory,
+        entries=(Annotated[list[MemoryEntry], Field(max_length=max_entries)], ...),
+    )
+    return model
+
+
+async def consolidate_with_model(
+    client: ModelClient,
+    *,
+    review_date: Date,
+    max_entries: int,
+    memory: Sequence[MemoryEntry],
+    journal: str,
+    candidates: Sequence[MemoryCandidate],
+    max_tokens: int | None = None,
+) -> list[MemoryEntry]:
+    """One structured request; the validated entries, or ``RemError``."""
+    text = redact_text(rem_request_text(review_date, max_entries, memory, journal, candidates))
+    schema = capped_model(max_entries)
+    try:
+        reply = await client.complete(
+            [ChatMessage(role="user", content=text)],
+            system=REM_SYSTEM,
+            output_schema=schema,
+            max_tokens=max_tokens,
+        )
+    except StructuredOutputError as exc:
+        raise RemError(str(exc)) from exc
+    parsed = reply.parsed
+    if not isinstance(parsed, BaseModel):
+        raise RemError("the model's reply carried no structured memory")
+    try:
+        checked = schema.model_validate(parsed.model_dump())
+    except ValueError as exc:
+        raise RemError(f"the consolidated memory is invalid: {exc}") from exc
+    return list(checked.entries)
+
+
+class RemOutcome(BaseModel):
+    run_id: str | None = None
+    changes: ChangeSet = Field(default_factory=ChangeSet)
+
+
+def apply_entries(
+    memory_dir: Path,
+    before: Sequence[MemoryEntry],
+    after: Sequence[MemoryEntry],
+    *,
+    review_date: Date,
+    sessions: Sequence[str],
+    summary: str,
+    now: datetime | None = None,
+) -> RemOutcome:
+    """Stage the new memory, apply it atomically and record an undoable ``sleep`` run.
+
+    Hold the consolidation lock. Blocking (file I/O and git objects): call via a thread.
+    """
+    entries = fix_recorded_dates(before, after, review_date)
+    writes, deletes = render_files(memory_dir, entries, before)
+    tx = MemoryTransaction(memory_dir)
+    staging = tx.begin()
+    try:
+        for name, text in writes.items():
+            atomic_write_text(staging / name, redact_text(text))
+        for name in deletes:
+            (staging / name).unlink(missing_ok=True)
+        record = RunRecord(
+            run_id=new_run_id(now), at=now or datetime.now(UTC), source="sleep",
+            sessions=list(sessions), summary=summary,
+        )
+        changes, applied = tx.commit(MemoryHistory(memory_dir), record)
+    except BaseException:
+        tx.abort()
+        raise
+    return RemOutcome(run_id=applied.run_id if applied else None, changes=changes)
+
+
+async def acquire_lock(
+    memory_dir: Path,
+    *,
+    wait_seconds: float,
+    poll_seconds: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> ConsolidationLock:
+    """Take the consolidation lock (waiting for a running dream up to ``wait_seconds``), then
+    finish or discard whatever an earlier killed run left behind."""
+    memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = ConsolidationLock(memory_dir)
+    waited = 0.0
+    while not await asyncio.to_thread(lock.try_acquire):
+        if waited >= wait_seconds:
+            raise LockBusyError("the memory is being consolidated by a running dream")
+        await sleep(poll_seconds)
+        waited += poll_seconds
+    try:
+        if await asyncio.to_thread(recover, memory_dir):
+            logger.warning("completed an interrupted memory apply in %s", memory_dir)
+    except BaseException:
+        await asyncio.to_thread(lock.rollback)
+        raise
+    return lock

@@ -1,0 +1,145 @@
+"""The tool loop (the spec's "side query"): model call -> tool calls -> results back, N turns.
+
+Every tool call passes the job's ``PathGate``. Anything the model gets wrong (unknown or
+not-offered tool, arguments that are not a JSON object, a denied path, an edit that does not
+match) goes back to it as an error tool result; denials also become ``denied`` events. Only
+cancellation and ``LLMError`` leave the loop. After each turn a ``progress`` event carries the
+turn number, the model's text, the tool uses and the files touched (the dream job forwards them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reverie.events import EventSink, JobEvent, JobKind
+from reverie.llm.types import ChatMessage, ModelClient, ToolCallRequest
+from reverie.tools.fs import TOOLS, ToolOutcome, execute_tool, tool_specs
+from reverie.tools.gate import Denial, PathGate
+from reverie.transcripts.model import Usage
+
+logger = logging.getLogger(__name__)
+
+LoopStopReason = Literal["end_turn", "max_turns", "max_tokens"]
+MAX_EVENT_TEXT = 2000
+
+
+@dataclass
+class LoopResult:
+    """What a loop did. File lists hold the paths as the model saw them (real, not staged)."""
+
+    turns: int
+    text: str
+    usage: Usage
+    files_written: list[str] = field(default_factory=list)
+    files_read: list[str] = field(default_factory=list)
+    denials: list[Denial] = field(default_factory=list)
+    stop_reason: LoopStopReason = "end_turn"
+    messages: list[ChatMessage] = field(default_factory=list)
+    tool_calls: int = 0
+
+
+def _add_unique(target: list[str], items: Sequence[str]) -> None:
+    for item in items:
+        if item not in target:
+            target.append(item)
+
+
+async def run_tool_loop(
+    client: ModelClient,
+    *,
+    system: str,
+    messages: Sequence[ChatMessage],
+    gate: PathGate,
+    tools: Sequence[str],
+    max_turns: int,
+    events: EventSink,
+    job: JobKind,
+    path_map: Mapping[Path, Path] | None = None,
+    job_id: str | None = None,
+    session_id: str | None = None,
+    max_tokens: int | None = None,
+) -> LoopResult:
+    """Drive ``client`` with the named ``tools`` for at most ``max_turns`` model calls."""
+    unknown = [name for name in tools if name not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown tools requested: {unknown}")
+    if path_map:
+        gate = gate.with_path_map(path_map)
+    specs = tool_specs(tuple(tools))
+    offered = set(tools)
+    conversation = list(messages)
+    result = LoopResult(turns=0, text="", usage=Usage(), messages=conversation)
+
+    def emit(type_: Literal["progress", "denied"], message: str, **payload: object) -> None:
+        events(JobEvent(job=job, type=type_, job_id=job_id, session_id=session_id,
+                        message=message, payload=dict(payload)))
+
+    for turn in range(1, max_turns + 1):
+        reply = await client.complete(conversation, system=system, tools=specs,
+                                      max_tokens=max_tokens)
+        result.turns = turn
+        result.usage = result.usage + reply.usage
+        if reply.text:
+            result.text = reply.text
+        conversation.append(
+            ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+        )
+        touched: list[str] = []
+        uses: list[dict[str, object]] = []
+        for call in reply.tool_calls:
+            outcome = await _run_call(gate, call, offered)
+            result.tool_calls += 1
+            uses.append({"name": call.name, "path": _path_arg(call), "error": outcome.is_error})
+            _add_unique(result.files_read, outcome.read)
+            _add_unique(result.files_written, outcome.written)
+            _add_unique(touched, outcome.written)
+            if outcome.denial is not None:
+                result.denials.append(outcome.denial)
+                emit("denied", f"{call.name} denied: {outcome.denial.reason}",
+                     tool=call.name, path=outcome.denial.path, reason=outcome.denial.reason,
+                     turn=turn)
+            conversation.append(ChatMessage(role="tool", tool_call_id=call.id,
+                                            content=outcome.content, is_error=outcome.is_error))
+        emit("progress", f"turn {turn}: {len(uses)} tool use(s)", turn=turn,
+             text=reply.text[:MAX_EVENT_TEXT], tool_uses=uses, files_touched=touched,
+             tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens)
+        if not reply.tool_calls:
+            result.stop_reason = "max_tokens" if reply.stop_reason == "max_tokens" else "end_turn"
+            return result
+    result.stop_reason = "max_turns"
+    logger.info("%s tool loop stopped after %d turns", job, max_turns)
+    return result
+
+
+def _path_arg(call: ToolCallRequest) -> str | None:
+    tool = TOOLS.get(call.name)
+    if tool is None or tool.path_field is None:
+        return None
+    value = call.arguments.get(tool.path_field)
+    return value if isinstance(value, str) else None
+
+
+async def _run_call(gate: PathGate, call: ToolCallRequest, offered: set[str]) -> ToolOutcome:
+    if call.name not in offered:
+        reason = "unknown tool" if call.name not in TOOLS else "tool not available in this job"
+        return ToolOutcome(
+            f"Error: {reason} {call.name!r}; available tools: {', '.join(sorted(offered))}.",
+            is_error=True,
+            denial=Denial(tool=call.name, path="", reason=reason),
+        )
+    if call.raw_arguments is not None:
+        return ToolOutcome(
+            f"Error: the arguments for {call.name} were not a JSON object "
+            f"({call.raw_arguments[:200]!r}); call the tool again with valid JSON arguments.",
+            is_error=True,
+        )
+    try:
+        return await asyncio.to_thread(execute_tool, gate, call.name, dict(call.arguments))
+    except Exception as exc:  # a tool bug must reach the model as an error, not end the job
+        logger.exception("tool %s failed unexpectedly", call.name)
+        return ToolOutcome(f"Error: {call.name} failed ({type(exc).__name__}).", is_error=True)

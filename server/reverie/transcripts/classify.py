@@ -1,0 +1,206 @@
+"""Agent tool names -> ``ToolKind``, file paths and shell commands.
+
+Each agent names its tools differently; session memory and dream only ask "did it read, edit,
+run...". Paths are made absolute against the session's cwd where the agent gives relative ones.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from reverie.transcripts.model import AgentName, ToolCall, ToolKind
+
+K = ToolKind
+
+CLAUDE_TOOLS: dict[str, ToolKind] = {
+    "Read": K.READ,
+    "NotebookRead": K.READ,
+    "LS": K.READ,
+    "Write": K.WRITE,
+    "Edit": K.EDIT,
+    "MultiEdit": K.EDIT,
+    "NotebookEdit": K.EDIT,
+    "Bash": K.SHELL,
+    "BashOutput": K.SHELL,
+    "KillBash": K.SHELL,
+    "KillShell": K.SHELL,
+    "Grep": K.SEARCH,
+    "Glob": K.SEARCH,
+    "WebFetch": K.WEB,
+    "WebSearch": K.WEB,
+    "Task": K.TASK,
+    "Agent": K.TASK,
+}
+
+CODEX_TOOLS: dict[str, ToolKind] = {
+    "exec_command": K.SHELL,
+    "shell": K.SHELL,
+    "local_shell": K.SHELL,
+    "container.exec": K.SHELL,
+    "write_stdin": K.SHELL,
+    "apply_patch": K.EDIT,
+    "web_search": K.WEB,
+    "view_image": K.READ,
+    "spawn_agent": K.TASK,
+}
+
+GEMINI_TOOLS: dict[str, ToolKind] = {
+    "read_file": K.READ,
+    "read_many_files": K.READ,
+    "list_directory": K.READ,
+    "write_file": K.WRITE,
+    "replace": K.EDIT,
+    "edit": K.EDIT,
+    "run_shell_command": K.SHELL,
+    "glob": K.SEARCH,
+    "search_file_content": K.SEARCH,
+    "grep": K.SEARCH,
+    "google_web_search": K.WEB,
+    "web_fetch": K.WEB,
+    "delegate_to_agent": K.TASK,
+}
+
+AIDER_TOOLS: dict[str, ToolKind] = {
+    "apply_edit": K.EDIT,
+    "git_commit": K.OTHER,
+}
+
+#: Generic transcripts may use any agent's names; lower-case lookup over all of them.
+GENERIC_TOOLS: dict[str, ToolKind] = {
+    name.lower(): kind
+    for table in (CLAUDE_TOOLS, CODEX_TOOLS, GEMINI_TOOLS, AIDER_TOOLS)
+    for name, kind in table.items()
+} | {"bash": K.SHELL, "read": K.READ, "write": K.WRITE, "edit_file": K.EDIT, "glob": K.SEARCH}
+
+_TABLES: dict[str, dict[str, ToolKind]] = {
+    "claude-code": CLAUDE_TOOLS,
+    "codex": CODEX_TOOLS,
+    "gemini-cli": GEMINI_TOOLS,
+    "aider": AIDER_TOOLS,
+    "generic": GENERIC_TOOLS,
+}
+
+#: Input keys that name one file the tool reads or changes.
+_FILE_KEYS = ("file_path", "notebook_path", "absolute_path", "filePath", "filename")
+#: ``path`` means a file only for file tools (for search tools it is the directory searched).
+_FILE_KINDS = {K.READ, K.EDIT, K.WRITE}
+
+_PATCH_HEADER = re.compile(
+    r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.MULTILINE
+)
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_UNIFIED_HEADER = re.compile(r"^\+\+\+ (?:b/)?(.+?)\s*$", re.MULTILINE)
+
+
+def tool_kind(agent: AgentName, name: str) -> ToolKind:
+    table = _TABLES[agent]
+    kind = table.get(name) if agent != "generic" else table.get(name.lower())
+    if kind is not None:
+        return kind
+    if name.startswith("mcp__"):
+        return K.OTHER
+    return K.OTHER
+
+
+def absolute(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` (Windows or POSIX style, whichever ``cwd`` is)."""
+    if not path:
+        return path
+    if path.startswith(("/", "\\\\")) or _DRIVE.match(path):
+        return path
+    if not cwd:
+        return path
+    if _DRIVE.match(cwd):
+        return ntpath.normpath(ntpath.join(cwd, path))
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def patch_file_paths(patch: str, cwd: str | None) -> list[str]:
+    """Files named by an ``apply_patch`` envelope (``*** Update File: ...``) or a unified diff."""
+    names = _PATCH_HEADER.findall(patch) or [
+        n for n in _UNIFIED_HEADER.findall(patch) if n != "/dev/null"
+    ]
+    return _unique(absolute(n.strip(), cwd) for n in names)
+
+
+def shell_command(value: Any) -> str | None:
+    """A shell command as one string: lists like ``["bash", "-lc", "ls"]`` become ``ls``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        if len(value) == 3 and value[1] in ("-lc", "-c") and value[0].rsplit("/", 1)[-1] in (
+            "bash", "sh", "zsh", "fish", "dash",
+        ):
+            return str(value[2])
+        return shlex.join(value)
+    return None
+
+
+def make_tool_call(
+    agent: AgentName, call_id: str, name: str, tool_input: dict[str, Any], cwd: str | None
+) -> ToolCall:
+    """A normalised ``ToolCall`` with kind, absolute file paths and the shell command."""
+    kind = tool_kind(agent, name)
+    paths: list[str] = []
+    command: str | None = None
+    lowered = name.lower()
+    if lowered == "apply_patch":
+        patch = tool_input.get("input") or tool_input.get("patch") or ""
+        if isinstance(patch, str):
+            paths = patch_file_paths(patch, cwd)
+        elif isinstance(tool_input.get("command"), list):
+            cmd = tool_input["command"]
+            paths = patch_file_paths(str(cmd[-1]) if cmd else "", cwd)
+    else:
+        for key in _FILE_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                paths.append(absolute(value, cwd))
+        if kind in _FILE_KINDS:
+            value = tool_input.get("path")
+            if isinstance(value, str) and value and lowered not in ("ls", "list_directory"):
+                paths.append(absolute(value, cwd))
+            many = tool_input.get("paths")
+            if isinstance(many, list):
+                paths.extend(absolute(p, cwd) for p in many if isinstance(p, str) and p)
+        edits = tool_input.get("edits")
+        if isinstance(edits, list):
+            for edit in edits:
+                if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
+                    paths.append(absolute(edit["file_path"], cwd))
+    if kind is K.SHELL:
+        command = shell_command(tool_input.get("command", tool_input.get("cmd")))
+    return ToolCall(
+        id=call_id,
+        name=name,
+        kind=kind,
+        input=tool_input,
+        file_paths=_unique(paths),
+        command=command,
+    )
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+_EXIT_PATTERNS = (
+    re.compile(r"Process exited with code (-?\d+)"),
+    re.compile(r"^(?:Error: )?Exit code:? (-?\d+)", re.MULTILINE),
+    re.compile(r"^Exit Code: (-?\d+)", re.MULTILINE),
+)
+
+
+def exit_code_from_text(text: str) -> int | None:
+    """The exit code an agent printed into a tool's output ("Process exited with code 2")."""
+    head = text[:4096]
+    for pattern in _EXIT_PATTERNS:
+        match = pattern.search(head)
+        if match:
+            return int(match.group(1))
+    return None

@@ -1,0 +1,444 @@
+"""Finding a workspace's sessions in the agents' default places under an agent home.
+
+- Claude Code: ``.claude/projects/*/*.jsonl`` (plus ``agent-*.jsonl`` siblings and
+  ``<session>/subagents/agent-*.jsonl``), matched on the ``cwd`` inside the records (equal to or
+  inside the workspace), never by reversing the directory slug; ``memory/`` is skipped.
+- Codex: ``.codex/sessions/**/rollout-*.jsonl``, matched on ``session_meta.cwd``.
+- Gemini CLI: ``.gemini/tmp/<project>/chats/``, where ``<project>`` is the sha256 of the workspace
+  path, an id from ``.gemini/projects.json``, or a directory whose ``.project_root`` names it.
+- Aider: ``.aider.chat.history.md`` in the workspace or its enclosing git root, one session per run.
+- Generic: ``.reverie/sessions/*.jsonl`` (and ``*.messages``), matched on the sidecar
+  ``<id>.json``'s ``project_path``/``workspace_dir``/``worktree_path``/``cwd`` or a ``cwd`` field in
+  the first records. A generic session that names no project belongs to no workspace.
+
+``updated_at`` is the file's modification time: "most recently appended" is what makes a session
+current, and what the dream's "touched since" gate counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+
+import orjson
+from pydantic import BaseModel
+
+from reverie.transcripts import aider
+from reverie.transcripts.base import as_dict, as_str
+from reverie.transcripts.claude import UUID_PATTERN as _UUID
+from reverie.transcripts.generic import read_sidecar, sidecar_project
+from reverie.transcripts.model import AgentName
+
+logger = logging.getLogger(__name__)
+
+#: how far into a file discovery reads looking for the session's cwd
+_HEAD_BYTES = 1024 * 1024
+_HEAD_LINES = 200
+
+
+class SessionRef(BaseModel):
+    """Where one session lives and whose it is; cheap to build (no full parse)."""
+
+    agent: AgentName
+    session_id: str
+    path: Path
+    updated_at: datetime
+    parent_session_id: str | None = None
+    cwd: str | None = None
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.parent_session_id is not None
+
+
+def _mtime(path: Path) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return None
+
+
+def is_inside(child: str | None, workspace: Path) -> bool:
+    """True when ``child`` is ``workspace`` or a path inside it (compared as resolved paths)."""
+    if not child:
+        return False
+    try:
+        candidate = PurePath(os.path.normpath(child))
+        root = PurePath(os.path.normpath(str(workspace)))
+    except (TypeError, ValueError):
+        return False
+    return candidate == root or root in candidate.parents
+
+
+def _workspace_variants(workspace: Path) -> list[Path]:
+    """The workspace as given and resolved (symlinked homes such as /private/var on macOS)."""
+    out = [Path(os.path.abspath(workspace.expanduser()))]
+    try:
+        resolved = workspace.expanduser().resolve()
+    except OSError:
+        resolved = out[0]
+    if resolved not in out:
+        out.append(resolved)
+    return out
+
+
+def _belongs(cwd: str | None, workspace: Path) -> bool:
+    return any(is_inside(cwd, w) for w in _workspace_variants(workspace))
+
+
+def _head_records(path: Path) -> Iterator[dict[str, object]]:
+    """The first JSON-object records of a JSONL file (bounded read)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+    except OSError:
+        return
+    for raw in head.split(b"\n")[:_HEAD_LINES]:
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
+# -- Claude Code -----------------------------------------------------------------------------
+
+def _claude_files(projects: Path) -> Iterator[Path]:
+    try:
+        project_dirs = [d for d in projects.iterdir() if d.is_dir()]
+    except OSError:
+        return
+    for project in project_dirs:
+        try:
+            entries = list(project.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name == "memory":
+                continue
+            if entry.suffix == ".jsonl" and entry.is_file():
+                yield entry
+            elif entry.is_dir():
+                subagents = entry / "subagents"
+                if subagents.is_dir():
+                    yield from sorted(p for p in subagents.glob("agent-*.jsonl") if p.is_file())
+
+
+def claude_ref(path: Path) -> SessionRef | None:
+    """A Claude Code file's ref from its first records (cwd, session id, parent)."""
+    updated = _mtime(path)
+    if updated is None:
+        return None
+    is_agent = path.name.startswith("agent-") or path.parent.name == "subagents"
+    cwd = record_session = None
+    for record in _head_records(path):
+        cwd = cwd or as_str(record.get("cwd"))
+        record_session = record_session or as_str(record.get("sessionId"))
+        if cwd and record_session:
+            break
+    parent = record_session if is_agent and record_session != path.stem else None
+    session_id = path.stem
+    if not is_agent and record_session and not _UUID.match(session_id):
+        session_id = record_session  # same rule as the parser: a renamed file keeps its id
+    return SessionRef(agent="claude-code", session_id=session_id, path=path, updated_at=updated,
+                      parent_session_id=parent, cwd=cwd)
+
+
+# -- Codex -----------------------------------------------------------------------------------
+
+def codex_ref(path: Path) -> SessionRef | None:
+    updated = _mtime(path)
+    if updated is None:
+        return None
+    for record in _head_records(path):
+        if record.get("type") != "session_meta":
+            continue
+        payload = as_dict(record.get("payload"))
+        spawn = as_dict(as_dict(as_dict(payload.get("source")).get("subagent")).get("thread_spawn"))
+        return SessionRef(
+            agent="codex",
+            session_id=as_str(payload.get("id")) or path.stem,
+            path=path,
+            updated_at=updated,
+            parent_session_id=as_str(spawn.get("parent_thread_id")),
+            cwd=as_str(payload.get("cwd")),
+        )
+    return None
+
+
+# -- Gemini CLI ------------------------------------------------------------------------------
+
+def gemini_project_ids(workspace: Path, agent_home: Path) -> set[str]:
+    """Names Gemini CLI may have given this workspace's directory under ``.gemini/tmp``."""
+    ids: set[str] = set()
+    paths = {str(w) for w in _workspace_variants(workspace)}
+    for p in paths:
+        ids.add(hashlib.sha256(p.encode("utf-8", "surrogatepass")).hexdigest())
+    registry = agent_home / ".gemini" / "projects.json"
+    try:
+        data = orjson.loads(registry.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        data = None
+    entries = data.get("projects", data) if isinstance(data, dict) else data
+    if isinstance(entries, dict):
+        for key, value in entries.items():
+            if key in paths and isinstance(value, str):
+                ids.add(value)
+            if value in paths and isinstance(key, str):
+                ids.add(key)
+    elif isinstance(entries, list):
+        for item in entries:
+            if isinstance(item, dict):
+                where = item.get("path") or item.get("root") or item.get("projectRoot")
+                ident = item.get("id") or item.get("projectId")
+                if where in paths and isinstance(ident, str):
+                    ids.add(ident)
+    return ids
+
+
+def _gemini_dir_matches(project_dir: Path, ids: set[str], workspace: Path) -> bool:
+    if project_dir.name in ids:
+        return True
+    marker = project_dir / ".project_root"
+    try:
+        root = marker.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _belongs(root, workspace)
+
+
+def gemini_ref(path: Path, workspace: Path | None = None) -> SessionRef | None:
+    updated = _mtime(path)
+    if updated is None:
+        return None
+    chats = path.parent if path.parent.name == "chats" else path.parent.parent
+    parent = path.parent.name if path.parent.name != "chats" else None
+    session_id = path.stem
+    if path.suffix == ".jsonl":
+        for record in _head_records(path):
+            session_id = as_str(record.get("sessionId")) or session_id
+            break
+    else:
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(4096)
+            marker = b'"sessionId"'
+            at = head.find(marker)
+            if at >= 0:
+                rest = head[at + len(marker):].split(b'"')
+                if len(rest) > 1 and rest[1]:
+                    session_id = rest[1].decode("utf-8", "replace")
+        except OSError:
+            return None
+    cwd = None
+    marker_file = chats.parent / ".project_root"
+    if marker_file.is_file():
+        try:
+            cwd = marker_file.read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError):
+            cwd = None
+    if cwd is None and workspace is not None:
+        cwd = str(workspace)
+    return SessionRef(agent="gemini-cli", session_id=session_id, path=path, updated_at=updated,
+                      parent_session_id=parent, cwd=cwd)
+
+
+def _gemini_files(chats: Path) -> Iterator[Path]:
+    try:
+        entries = list(chats.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_file() and entry.name.startswith("session-") and entry.suffix in (".json",
+                                                                                      ".jsonl"):
+            # a legacy .json migrated to .jsonl on resume: the .jsonl is the live one
+            if entry.suffix == ".json" and entry.with_suffix(".jsonl").exists():
+                continue
+            yield entry
+        elif entry.is_dir():
+            yield from (p for p in entry.glob("*.jsonl") if p.is_file())
+
+
+# -- Aider -----------------------------------------------------------------------------------
+
+def aider_history_files(workspace: Path) -> list[Path]:
+    """The workspace's Aider history, or its enclosing git root's."""
+    found: list[Path] = []
+    here = _workspace_variants(workspace)[0]
+    for folder in (here, *here.parents):
+        candidate = folder / ".aider.chat.history.md"
+        if candidate.is_file():
+            found.append(candidate)
+        if (folder / ".git").exists():
+            break
+    return found
+
+
+def aider_refs(path: Path) -> list[SessionRef]:
+    updated = _mtime(path)
+    if updated is None:
+        return []
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    headers = aider.run_offsets(data)
+    refs: list[SessionRef] = []
+    for index, (offset, stamp) in enumerate(headers):
+        started = aider._local_time(stamp)
+        compact = started.strftime("%Y%m%dT%H%M%S") if started else "unknown"
+        if index + 1 < len(headers):
+            ended = aider._local_time(headers[index + 1][1]) or updated
+        else:
+            ended = updated
+        refs.append(SessionRef(agent="aider", session_id=f"aider-{compact}-{offset}", path=path,
+                               updated_at=ended.astimezone(UTC),
+                               cwd=os.path.abspath(path.parent)))
+    return refs
+
+
+# -- generic ---------------------------------------------------------------------------------
+
+def generic_ref(path: Path) -> SessionRef | None:
+    updated = _mtime(path)
+    if updated is None:
+        return None
+    meta = read_sidecar(path)
+    cwd = sidecar_project(meta)
+    if cwd is None:
+        for record in _head_records(path):
+            cwd = as_str(record.get("cwd"))
+            if cwd:
+                break
+    return SessionRef(
+        agent="generic",
+        session_id=as_str(meta.get("session_id")) or as_str(meta.get("id")) or path.stem,
+        path=path,
+        updated_at=updated,
+        parent_session_id=as_str(meta.get("parent_session_id")),
+        cwd=cwd,
+    )
+
+
+def generic_sessions_dir(agent_home: Path) -> Path:
+    return agent_home / ".reverie" / "sessions"
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+def session_ref(path: Path, workspace: Path, agent_home: Path) -> SessionRef | None:
+    """The ref of one transcript file when it belongs to ``workspace`` (used by the watcher)."""
+    home = agent_home
+    try:
+        rel_claude = path.relative_to(home / ".claude" / "projects")
+    except ValueError:
+        rel_claude = None
+    if rel_claude is not None:
+        if "memory" in rel_claude.parts[:2] or path.suffix != ".jsonl":
+            return None
+        ref = claude_ref(path)
+        return ref if ref is not None and _belongs(ref.cwd, workspace) else None
+    if _under(path, home / ".codex" / "sessions"):
+        ref = codex_ref(path) if path.name.startswith("rollout-") else None
+        return ref if ref is not None and _belongs(ref.cwd, workspace) else None
+    if _under(path, home / ".gemini" / "tmp"):
+        parts = path.relative_to(home / ".gemini" / "tmp").parts
+        if len(parts) < 3 or parts[1] != "chats":
+            return None
+        project_dir = home / ".gemini" / "tmp" / parts[0]
+        if not _gemini_dir_matches(project_dir, gemini_project_ids(workspace, home), workspace):
+            return None
+        return gemini_ref(path, workspace)
+    if _under(path, generic_sessions_dir(home)):
+        if path.suffix not in (".jsonl", ".messages"):
+            return None
+        ref = generic_ref(path)
+        return ref if ref is not None and _belongs(ref.cwd, workspace) else None
+    if path.name == ".aider.chat.history.md" and path in aider_history_files(workspace):
+        refs = aider_refs(path)
+        return refs[-1] if refs else None
+    return None
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[SessionRef]:
+    """Every session of ``workspace`` under ``agent_home``, newest first."""
+    if agent_home is None:
+        from reverie.config import Settings
+
+        agent_home = Settings().agent_home
+    workspace = Path(workspace)
+    home = Path(agent_home).expanduser()
+    refs: list[SessionRef] = []
+    for path in _claude_files(home / ".claude" / "projects"):
+        ref = claude_ref(path)
+        if ref is not None and _belongs(ref.cwd, workspace):
+            refs.append(ref)
+    codex_root = home / ".codex" / "sessions"
+    if codex_root.is_dir():
+        for path in codex_root.rglob("rollout-*.jsonl"):
+            ref = codex_ref(path)
+            if ref is not None and _belongs(ref.cwd, workspace):
+                refs.append(ref)
+    gemini_root = home / ".gemini" / "tmp"
+    if gemini_root.is_dir():
+        ids = gemini_project_ids(workspace, home)
+        for project_dir in (d for d in gemini_root.iterdir() if d.is_dir()):
+            if not _gemini_dir_matches(project_dir, ids, workspace):
+                continue
+            for path in _gemini_files(project_dir / "chats"):
+                ref = gemini_ref(path, workspace)
+                if ref is not None:
+                    refs.append(ref)
+    for history in aider_history_files(workspace):
+        refs.extend(aider_refs(history))
+    generic_root = generic_sessions_dir(home)
+    if generic_root.is_dir():
+        for path in sorted(generic_root.iterdir()):
+            if path.suffix in (".jsonl", ".messages") and path.is_file():
+                ref = generic_ref(path)
+                if ref is not None and _belongs(ref.cwd, workspace):
+                    refs.append(ref)
+    refs.sort(key=lambda r: (r.updated_at, str(r.path), r.session_id), reverse=True)
+    return refs
+
+
+def current_session(workspace: Path, agent_home: Path | None = None) -> SessionRef | None:
+    """The most recently appended main (not sub-agent) session of ``workspace``."""
+    for ref in discover_sessions(workspace, agent_home):
+        if not ref.is_subagent:
+            return ref
+    return None
+
+
+def sessions_touched_since(
+    workspace: Path,
+    agent_home: Path | None,
+    since: datetime,
+    exclude_session_id: str | None = None,
+) -> list[SessionRef]:
+    """Main sessions appended to after ``since`` (the dream's session gate), newest first.
+
+    Sub-agent sessions are part of their parent's conversation and are not counted.
+    """
+    if since.tzinfo is None:
+        since = since.astimezone()
+    return [
+        ref
+        for ref in discover_sessions(workspace, agent_home)
+        if ref.updated_at > since and not ref.is_subagent and ref.session_id != exclude_session_id
+    ]

@@ -1,0 +1,50 @@
+"""Token counting used the same way everywhere: recorded usage where present, else ~chars/4.
+
+``context_tokens`` is what session memory's thresholds compare against: the context size the
+agent last reported, plus an estimate for everything said since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+
+from reverie.transcripts.model import Message
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token, rounded, as the spec counts."""
+    return round(len(text) / 4)
+
+
+def message_tokens(msg: Message) -> int:
+    """Estimated tokens of one message: its text, tool inputs and tool outputs."""
+    chars = len(msg.text)
+    for call in msg.tool_calls:
+        chars += len(call.name)
+        if call.input:
+            chars += len(orjson.dumps(call.input, default=str))
+    for result in msg.tool_results:
+        chars += len(result.output)
+    return round(chars / 4)
+
+
+def context_tokens(messages: Sequence[Message]) -> int:
+    """The last recorded usage's context size plus estimates for the messages after it.
+
+    Lines of the same API response as that usage are not estimated again. Without any
+    recorded usage, the estimate of every message.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        usage = messages[index].usage
+        if usage is None:
+            continue
+        api_id = messages[index].api_message_id
+        tail = sum(
+            message_tokens(m)
+            for m in messages[index + 1:]
+            if api_id is None or m.api_message_id != api_id
+        )
+        return usage.context_tokens + tail
+    return sum(message_tokens(m) for m in messages)

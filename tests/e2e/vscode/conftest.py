@@ -1,0 +1,208 @@
+"""A real VS Code (code-server 4.100.3) with the packaged extension, driven by Debian's chromium.
+
+Follows the real-client feasibility note: code-server from ``.ci/vscode-setup.sh``'s cache, the
+.vsix installed with ``--install-extension``, code-server in its own session so its process group
+(server, extension host, language server) is killed at teardown, and every XDG dir and TMPDIR in
+a scratch folder. Missing tooling skips, unless ``REVERIE_REQUIRE_REAL_EDITORS`` is set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+CLIENT = REPO / "vscode-client"
+ARTIFACTS = REPO / "tests" / "artifacts" / "vscode"
+CHROMIUM = Path("/usr/bin/chromium")
+CODE_SERVER_VERSION = "4.100.3"
+
+
+def _editor_workspace() -> ModuleType:
+    name = "reverie_e2e_editor_workspace"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).resolve().parents[1] / "editor_workspace.py"
+        )
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@dataclass(frozen=True)
+class Tools:
+    code_server: Path
+    vsix: Path
+    chromium: Path
+
+
+@pytest.fixture(scope="module")
+def editors() -> ModuleType:
+    return _editor_workspace()
+
+
+@pytest.fixture(scope="module")
+def tools(editors: ModuleType) -> Tools:
+    cache = Path(os.environ.get("REVERIE_EDITORS_CACHE", REPO / ".ci-cache" / "editors"))
+    code_server = cache / "node_modules" / ".bin" / "code-server"
+    if not code_server.exists():
+        editors.missing_tool(f"code-server {CODE_SERVER_VERSION} is not installed in {cache}")
+    if not CHROMIUM.exists():
+        editors.missing_tool("Debian's chromium (/usr/bin/chromium) is not installed")
+    if importlib.util.find_spec("playwright") is None:
+        editors.missing_tool("the Python playwright package is not installed")
+    version = json.loads((CLIENT / "package.json").read_text())["version"]
+    vsix = CLIENT / f"reverie-{version}.vsix"
+    if not vsix.exists():
+        editors.missing_tool(f"{vsix.name} is not built (cd vscode-client && npm ci && npm run package)")
+    return Tools(code_server, vsix, CHROMIUM)
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"code-server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
+                if b"status" in resp.read():  # "alive" or "expired" (no client yet)
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"code-server not healthy after {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@dataclass
+class CodeServer:
+    url: str
+    workspace: Any  # editor_workspace.AgentWorkspace
+    user_data: Path
+    log: Path
+
+    def exthost_logs(self) -> str:
+        """The extension host logs (the Reverie output channel included), for failure messages."""
+        chunks = []
+        for path in sorted(self.user_data.glob("logs/**/*.log")):
+            if "exthost" in str(path) or "Reverie" in path.name:
+                chunks.append(f"--- {path.relative_to(self.user_data)}\n{path.read_text(errors='replace')[-3000:]}")
+        return "\n".join(chunks)
+
+
+@pytest.fixture(scope="module")
+def code_server(tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodeServer]:
+    root = tmp_path_factory.mktemp("vscode")
+    ws = editors.make_agent_workspace(root)
+    user_data, extensions = root / "user-data", root / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    env = {
+        **{k: v for k, v in os.environ.items() 
+           if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))},
+        **editors.scratch_env(root),
+        **ws.env(),
+        "HOME": str(root / "home"),
+    }
+    (root / "home").mkdir()
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    install = subprocess.run(
+        [str(tools.code_server), *common, "--install-extension", str(tools.vsix)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
+    # The bundled server runs under the base interpreter: no reverie, no venv packages needed.
+    python = getattr(sys, "_base_executable", None) or shutil.which("python3") or sys.executable
+    settings = {
+        "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": False,
+        "update.mode": "none",
+        "extensions.autoUpdate": False,
+        "extensions.autoCheckUpdates": False,
+        "telemetry.telemetryLevel": "off",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "git.enabled": False,
+        "reverie.server.python": python,
+        "reverie.logLevel": "debug",
+    }
+    (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
+    port = _free_port()
+    log = root / "code-server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(tools.code_server), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-getting-started-override", *common, str(ws.workspace)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield CodeServer(url, ws, user_data, log)
+    finally:
+        # code-server forks the real server, one extension host per connection and the language
+        # server under it; all of them share the launcher's process group.
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(scope="module")
+def page(code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(tools.chromium),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            viewport={"width": 1400, "height": 900},
+        )
+        try:
+            pg = context.pages[0] if context.pages else context.new_page()
+            pg.set_default_timeout(30_000)
+            pg.goto(f"{code_server.url}/?folder={code_server.workspace.workspace}")
+            pg.wait_for_selector(".monaco-workbench", timeout=60_000)
+            pg.wait_for_selector(".statusbar", timeout=60_000)
+            yield pg
+        finally:
+            context.close()

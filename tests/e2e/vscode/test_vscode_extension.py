@@ -1,0 +1,158 @@
+"""The packaged extension in a real VS Code (code-server), driven only through the UI.
+
+Steps (each leaves a screenshot in tests/artifacts/vscode/): the status bar shows Reverie;
+"Reverie: Dream Now" from the palette produces the memory-saved notification (read from the
+notification centre, not from toasts, which hide after 3); "Reverie: Open Session Notes" opens an
+editor with the ten section headers; a broken MEMORY.md shows its problem in the Problems panel.
+The tests share one workbench and run in file order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from reverie.config import ProjectPaths, Settings
+
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+
+DOC_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+
+
+def shot(page: Any, artifacts: Path, name: str) -> Path:
+    """Screenshot for the artefacts; also refreshes docs/images when REVERIE_UPDATE_DOC_IMAGES=1."""
+    path = artifacts / f"{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("REVERIE_UPDATE_DOC_IMAGES"):
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOC_IMAGES / path.name)
+    return path
+
+
+def run_command(page: Any, title: str) -> None:
+    """Runs a command from the palette (F1), clicking the row with exactly that title."""
+    page.keyboard.press("Escape")
+    page.keyboard.press("F1")
+    box = page.locator(".quick-input-widget input")
+    box.wait_for(state="visible")
+    box.fill(">" + title)
+    row = page.locator(".quick-input-list .monaco-list-row", has_text=title).first
+    row.wait_for(state="visible")
+    row.click()
+
+
+def notification_centre(page: Any) -> Any:
+    run_command(page, "Notifications: Show Notifications")
+    centre = page.locator(".notifications-center")
+    centre.wait_for(state="visible")
+    return centre
+
+
+def failure_context(code_server: Any) -> str:
+    return f"\n--- code-server.log\n{code_server.log.read_text(errors='replace')[-2000:]}\n{code_server.exthost_logs()}"
+
+
+def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    item = page.locator(".statusbar-item", has_text=re.compile(r"Reverie")).first
+    expect(item).to_be_visible(timeout=60_000)
+    # the spinner gives way to the idle item once the bundled server answered reverie.server.status
+    try:
+        expect(item).not_to_contain_text("stopped", timeout=5_000)
+        expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
+    finally:
+        shot(page, artifacts, "01-status-bar")
+    hover = item.get_attribute("aria-label") or item.inner_text()
+    assert "Reverie" in hover, failure_context(code_server)
+
+
+def test_dream_now_shows_memory_saved_notification(page: Any, code_server: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    run_command(page, "Notifications: Clear All Notifications")
+    run_command(page, "Reverie: Dream Now")
+    box = page.locator(".quick-input-widget input")
+    expect(page.locator(".quick-input-widget")).to_contain_text("Reverie: Dream Now")
+    box.fill("The end-to-end test asked for this dream.")
+    shot(page, artifacts, "02-dream-now-input")
+    page.keyboard.press("Enter")
+
+    centre = notification_centre(page)
+    saved = centre.locator(".notification-list-item", has=page.locator(".monaco-button", has_text="Show Diff"))
+    try:
+        expect(saved.first).to_be_visible(timeout=90_000)
+    except AssertionError:
+        shot(page, artifacts, "02-dream-notification-missing")
+        raise AssertionError(f"no memory-saved notification:\n{centre.inner_text()}{failure_context(code_server)}") from None
+    text = saved.first.inner_text()
+    assert re.search(r"memor", text, re.I), text
+    for action in ("Open", "Show Diff", "Undo"):
+        expect(saved.first.locator(".monaco-button", has_text=action).first).to_be_visible()
+    shot(page, artifacts, "03-memory-saved-notification")
+
+    ws = code_server.workspace
+    memory = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).memory_dir
+    assert (memory / "MEMORY.md").is_file(), f"the dream wrote no {memory / 'MEMORY.md'}"
+
+
+def test_open_session_notes_shows_the_ten_sections(
+    page: Any, code_server: Any, artifacts: Path, editors: ModuleType
+) -> None:
+    from playwright.sync_api import expect
+
+    run_command(page, "Notifications: Clear All Notifications")
+    run_command(page, "Reverie: Update Session Notes")
+    ws = code_server.workspace
+    notes = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).notes_path(ws.session_id)
+    tab = page.locator(".tabs-container .tab", has_text="session_memory.md")
+    deadline = time.monotonic() + 90
+    while True:  # the forced extraction runs in the background; open the notes once they exist
+        run_command(page, "Reverie: Open Session Notes")
+        try:
+            expect(tab).to_be_visible(timeout=3_000)
+            break
+        except AssertionError:
+            if time.monotonic() > deadline:
+                shot(page, artifacts, "04-session-notes-missing")
+                raise AssertionError(f"no session notes editor; {notes} exists: {notes.exists()}{failure_context(code_server)}") from None
+            run_command(page, "Notifications: Clear All Notifications")
+    editor = page.locator(".editor-instance .monaco-editor .view-lines").first
+    expect(editor).to_contain_text("Session Title")
+    shot(page, artifacts, "04-session-notes")
+    # Fold every section so all ten headers are on screen at once.
+    page.locator(".editor-instance .monaco-editor").first.click()
+    run_command(page, "Fold All")
+    for header in editors.SECTION_HEADERS:
+        expect(editor).to_contain_text(header)
+    shot(page, artifacts, "05-session-notes-folded")
+    assert notes.is_file()
+
+
+def test_broken_memory_index_shows_in_problems_panel(page: Any, code_server: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    ws = code_server.workspace
+    memory = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).memory_dir
+    memory.mkdir(parents=True, exist_ok=True)
+    index = memory / "MEMORY.md"
+    original = index.read_text() if index.exists() else ""
+    # A user hand-edits the index and leaves a link to a topic file that does not exist.
+    index.write_text(original.rstrip("\n") + "\n- [Deploy steps](does-not-exist.md) — how releases are cut\n")
+
+    run_command(page, "Reverie: Open Memory Index")
+    expect(page.locator(".tabs-container .tab", has_text="MEMORY.md")).to_be_visible()
+    run_command(page, "View: Focus Problems")
+    problems = page.locator(".markers-panel")
+    try:
+        expect(problems.locator(".monaco-list-row", has_text="does-not-exist.md").first).to_be_visible(timeout=30_000)
+    finally:
+        shot(page, artifacts, "06-problems-panel")
+    expect(problems.locator(".monaco-list-row", has_text="MEMORY.md").first).to_be_visible()

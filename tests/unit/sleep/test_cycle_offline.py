@@ -1,0 +1,138 @@
+"""The whole cycle with the offline engine, on real transcripts placed where agents keep them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from reverie.config import ProjectPaths, Settings
+from reverie.events import EventRecorder
+from reverie.memory.history import MemoryHistory
+from reverie.memory.lock import LOCK_NAME
+from reverie.memory.store import blocking_problems, check_index
+from reverie.sleep.cycle import SleepCycle
+from reverie.sleep.entries import load_entries
+from reverie.sleep.schedule import load_state
+from reverie.sleep.tracing import SleepTracer
+
+
+def digest(directory: Path) -> dict[str, str]:
+    """The memory's files and its lock (not Reverie's ``.reverie`` bookkeeping) -> sha256."""
+    if not directory.exists():
+        return {}
+    return {p.relative_to(directory).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*"))
+            if p.is_file() and ".reverie" not in p.relative_to(directory).parts}
+
+
+def log_tracer() -> SleepTracer:
+    return SleepTracer(use_otel=False)
+
+
+async def test_offline_cycle_writes_journal_memory_and_history(workspace) -> None:
+    settings = Settings()
+    events = EventRecorder()
+    report = await SleepCycle(settings, events=events, tracer=log_tracer()).run(workspace.root)
+    paths = ProjectPaths(settings, workspace.root)
+
+    assert report.skipped_reason is None
+    assert report.sessions_found == 2
+    assert (report.summaries_ok, report.summaries_failed) == (2, 0)
+    assert report.journal_path == paths.journals_dir / f"{date.today().isoformat()}.md"
+    journal = report.journal_path.read_text()
+    # concrete facts from the Codex rollout and the Claude Code session
+    assert "`npm run build` runs successfully in this project (npm)." in journal
+    assert "`lib/spotter_web/live/session_live.ex`" in journal
+    assert "Asked: Work on bead spotter-dov." in journal
+    assert "of which 4 failed" in journal
+
+    entries = load_entries(paths.memory_dir)
+    assert report.entries_before == 0 and report.entries_after == len(entries) > 0
+    assert report.candidates >= len(entries)
+    assert {"command-npm-run-build", "files-lib-spotter_web"} <= {e.key for e in entries}
+    assert blocking_problems(check_index(paths.memory_dir)) == []
+    index = (paths.memory_dir / "MEMORY.md").read_text()
+    assert "](command-npm-run-build.md) - " in index
+
+    (run,) = MemoryHistory(paths.memory_dir).runs()
+    assert run.run_id == report.run_id and run.source == "sleep"
+    assert "command-npm-run-build.md" in run.added
+    assert load_state(paths).last_run_date == date.today()
+    types = [e.type for e in events.events]
+    assert types[0] == "start" and "complete" in types and "memory_saved" in types
+
+    # a second night with nothing new changes nothing and keeps the recorded dates
+    before = digest(paths.memory_dir)
+    again = await SleepCycle(settings, tracer=log_tracer()).run(workspace.root)
+    assert again.run_id is None and again.entries_after == again.entries_before == len(entries)
+    assert {k: v for k, v in digest(paths.memory_dir).items() if not k.startswith(".")} == {
+        k: v for k, v in before.items() if not k.startswith(".")}
+
+
+async def test_cap_limits_the_entries(workspace) -> None:
+    settings = Settings(sleep_max_entries=2)
+    report = await SleepCycle(settings, tracer=log_tracer()).run(workspace.root)
+    assert report.entries_after == 2
+    assert len(load_entries(ProjectPaths(settings, workspace.root).memory_dir)) == 2
+
+
+async def test_no_recent_session_skips_but_still_keeps_house(workspace) -> None:
+    old = (datetime.now() - timedelta(days=3)).timestamp()
+    for path in (workspace.codex, workspace.claude):
+        os.utime(path, (old, old))
+    settings = Settings()
+    paths = ProjectPaths(settings, workspace.root)
+    stale_journal = paths.journals_dir / "2020-01-01.md"
+    stale_journal.parent.mkdir(parents=True)
+    stale_journal.write_text("old")
+    report = await SleepCycle(settings, tracer=log_tracer()).run(workspace.root)
+    assert report.sessions_found == 0
+    assert report.skipped_reason and "no sessions" in report.skipped_reason
+    assert report.journal_path is None and report.run_id is None
+    assert not stale_journal.exists() and report.housekeeping.bytes_reclaimed == 3
+    assert not paths.memory_dir.exists()
+
+
+async def test_busy_lock_leaves_memory_alone(workspace) -> None:
+    settings = Settings()
+    memory = ProjectPaths(settings, workspace.root).memory_dir
+    memory.mkdir(parents=True)
+    (memory / LOCK_NAME).write_text(str(os.getpid()))  # a live holder: "a dream is running"
+    before = digest(memory)
+    report = await SleepCycle(settings, tracer=log_tracer(), lock_wait_seconds=0).run(
+        workspace.root)
+    assert report.summaries_ok == 2 and report.journal_path is not None
+    assert report.rem_error and "dream" in report.rem_error
+    assert report.run_id is None
+    assert digest(memory) == before
+
+
+def test_cli_json_and_human_report(workspace, reverie_env) -> None:
+    env = {**os.environ, "REVERIE_DATA_DIR": str(reverie_env["data"]),
+           "REVERIE_AGENT_HOME": str(reverie_env["agent_home"]),
+           "REVERIE_CONFIG_DIR": str(reverie_env["config"])}
+    cmd = [sys.executable, "-m", "reverie", "sleep", "--workspace", str(workspace.root)]
+    out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert list(data) == ["date", "sessions_found", "summaries_ok", "summaries_failed",
+                          "candidates", "entries_before", "entries_after", "journal_path",
+                          "run_id", "skipped_reason"]
+    assert data["sessions_found"] == 2 and data["summaries_ok"] == 2
+    assert data["date"] == date.today().isoformat() and data["skipped_reason"] is None
+    assert Path(data["journal_path"]).is_file() and data["run_id"]
+
+    human = subprocess.run([*cmd, "--date", "2020-02-02"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert human.returncode == 0, human.stderr
+    assert "Sleep cycle for 2020-02-02" in human.stdout
+    assert "skipped: no sessions" in human.stdout and "housekeeping" in human.stdout
+
+    bad = subprocess.run([*cmd, "--date", "yesterday"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert bad.returncode == 1 and "YYYY-MM-DD" in bad.stderr and bad.stdout == ""

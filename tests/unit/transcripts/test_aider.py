@@ -1,0 +1,49 @@
+"""Aider chat history: one session per run, edits and commits as tool calls."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reverie.transcripts.model import ToolKind
+from reverie.transcripts.reader import detect_agent, load_sessions, load_transcript
+
+HISTORY = (Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / "aider"
+           / "aider-repo" / ".aider.chat.history.md")
+ROOT = os.path.abspath(HISTORY.parent)
+
+
+def test_every_run_is_a_session() -> None:
+    assert detect_agent(HISTORY) == "aider"
+    runs = load_sessions(HISTORY)
+    assert len(runs) == 147
+    assert len({r.session.id for r in runs}) == 147
+    assert runs[0].session.id == "aider-20240805T193302-0"
+    assert all(r.session.cwd == ROOT for r in runs)
+    assert all(r.session.started_at is not None for r in runs)
+    assert runs[0].session.started_at is not None
+    assert runs[0].session.started_at.strftime("%Y-%m-%d %H:%M:%S") == "2024-08-05 19:33:02"
+
+
+def test_applied_edits_and_commits() -> None:
+    runs = load_sessions(HISTORY)
+    edits = [c for r in runs for m in r.messages for c in m.tool_calls if c.name == "apply_edit"]
+    commits = [c for r in runs for m in r.messages for c in m.tool_calls if c.name == "git_commit"]
+    assert len(edits) == 45 and len(commits) == 82  # the counts SOURCES.md gives
+    assert all(c.kind is ToolKind.EDIT for c in edits)
+    second = runs[1]
+    assert second.session.title == "Use the Spinner instead of the inlined custom spinner"
+    reply = next(m for m in second.messages if m.tool_calls)
+    assert reply.tool_calls[0].file_paths == [f"{ROOT}/aider/utils.py"]
+    assert reply.tool_calls[1].input["sha"] == "fd43cd4"
+    assert reply.usage is not None
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (5244, 604)
+    assert "<<<<<<< SEARCH" in reply.text and ">>>>>>> REPLACE" in reply.text
+
+
+def test_load_transcript_is_the_latest_run_and_session_can_be_picked() -> None:
+    runs = load_sessions(HISTORY)
+    latest = load_transcript(HISTORY)
+    assert latest.session.id == runs[-1].session.id
+    picked = load_transcript(HISTORY, session_id=runs[1].session.id)
+    assert [m.id for m in picked.messages] == [m.id for m in runs[1].messages]

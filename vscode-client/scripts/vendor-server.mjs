@@ -1,0 +1,96 @@
+// Vendors the Reverie server and its dependencies into bundled/libs, the way the Microsoft
+// python-tools template does (`pip install --target`), so users only need a Python >= 3.11.
+//
+//   bundled/libs/py/      the reverie package and every pure-Python dependency (any Python)
+//   bundled/libs/cpXY/    compiled dependencies (pydantic-core, orjson, watchfiles, ...) built for
+//                         CPython X.Y on this machine's platform; the client puts the folder that
+//                         matches the user's interpreter first on PYTHONPATH.
+//
+// Versions come from one pip resolution (`pip install --dry-run --report`) against the minimum
+// Python, so every folder holds the same pins. The .vsix is therefore platform-specific
+// (vsce --target, see vsix.mjs) but covers every supported CPython minor version.
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const client = path.resolve(here, '..');
+const repo = path.resolve(client, '..');
+const python = process.env.REVERIE_BUNDLE_PYTHON || 'python3';
+const pythonVersions = (process.env.REVERIE_BUNDLE_PYTHON_VERSIONS || '3.11 3.12 3.13 3.14').split(/\s+/).filter(Boolean);
+const libs = path.join(client, 'bundled', 'libs');
+const work = path.join(client, 'bundled', '.work');
+
+function pip(args, options = {}) {
+  return execFileSync(python, ['-m', 'pip', '--disable-pip-version-check', '--root-user-action=ignore', '-qq', ...args], {
+    stdio: options.capture ? ['ignore', 'pipe', 'inherit'] : ['ignore', 'ignore', 'inherit'],
+    encoding: 'utf-8',
+  });
+}
+
+const started = Date.now();
+fs.rmSync(libs, { recursive: true, force: true });
+fs.rmSync(work, { recursive: true, force: true });
+fs.mkdirSync(work, { recursive: true });
+
+const [major, minor] = JSON.parse(execFileSync(python, ['-c', 'import json,sys;print(json.dumps(sys.version_info[:2]))'], { encoding: 'utf-8' }));
+if (major !== 3 || minor < 11) {
+  throw new Error(`${python} is Python ${major}.${minor}; vendoring needs Python >= 3.11`);
+}
+
+// 1. One resolution of the server's dependencies.
+const reportPath = path.join(work, 'report.json');
+pip(['install', '--dry-run', '--ignore-installed', '--only-binary=:all:', '--report', reportPath, repo]);
+const report = JSON.parse(fs.readFileSync(reportPath, 'utf-8'));
+const pure = [];
+const compiled = [];
+for (const item of report.install) {
+  const name = item.metadata.name;
+  if (name.toLowerCase() === 'reverie') {
+    continue;
+  }
+  const url = item.download_info?.url ?? '';
+  const pin = `${name}==${item.metadata.version}`;
+  (url.endsWith('-none-any.whl') ? pure : compiled).push(pin);
+}
+
+// 2. Pure Python: the server itself plus every pure dependency.
+pip(['install', '--no-deps', '--no-compile', '--target', path.join(libs, 'py'), repo]);
+pip(['install', '--no-deps', '--no-compile', '--only-binary=:all:', '--target', path.join(libs, 'py'), ...pure]);
+
+// 3. Compiled dependencies, once per supported CPython version, for this platform.
+const platforms = JSON.parse(execFileSync(python, ['-c',
+  'import json; from pip._vendor.packaging import tags; print(json.dumps(list(tags.platform_tags())))'], { encoding: 'utf-8' }));
+const bundled = [];
+const skipped = [];
+for (const version of pythonVersions) {
+  const tag = `cp${version.replace('.', '')}`;
+  const target = path.join(libs, tag);
+  try {
+    pip(['install', '--no-deps', '--no-compile', '--only-binary=:all:', '--implementation', 'cp',
+      '--python-version', version, ...platforms.flatMap((p) => ['--platform', p]), '--target', target, ...compiled]);
+    bundled.push(tag);
+  } catch {
+    fs.rmSync(target, { recursive: true, force: true });
+    skipped.push(version);
+    console.warn(`vendor: no wheels for CPython ${version} on this platform; that version is not bundled`);
+  }
+}
+if (!bundled.includes(`cp${major}${minor}`)) {
+  throw new Error(`could not bundle the compiled dependencies for the building Python ${major}.${minor}`);
+}
+
+// 4. Drop what a runtime never needs; record what was bundled.
+for (const dir of fs.readdirSync(libs)) {
+  fs.rmSync(path.join(libs, dir, 'bin'), { recursive: true, force: true });
+}
+fs.writeFileSync(path.join(libs, 'MANIFEST.json'), JSON.stringify({
+  platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure, compiled,
+}, null, 2) + '\n');
+fs.rmSync(work, { recursive: true, force: true });
+
+// 5. Smoke test: the bundled server imports with the building interpreter.
+execFileSync(python, ['-I', '-c', 'import sys; sys.path[:0] = sys.argv[1:]; import reverie.cli, pydantic_core, orjson, watchfiles, pygls',
+  path.join(libs, `cp${major}${minor}`), path.join(libs, 'py')], { stdio: 'inherit' });
+console.log(`vendor: ${pure.length} pure + ${compiled.length} compiled packages for ${bundled.join(', ')} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
