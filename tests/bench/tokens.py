@@ -149,15 +149,16 @@ async def replay(name: str, session: Session, messages: list[Message], mode: Mod
 
 
 async def run_benchmark(turns: int = 240, include_fixture: bool = True) -> list[BenchResult]:
-    fixture = load_transcript(FIXTURE)
+    fixture = load_transcript(FIXTURE) if include_fixture else None
     long_session, long_messages = synthetic_session(turns)
     results: list[BenchResult] = []
     with tempfile.TemporaryDirectory(prefix="reverie-bench-") as tmp, \
             FakeLLMServer(fallback=responder) as server:
-        for name, session, messages in (
-            ("codex-fixture", fixture.session, fixture.messages),
-            ("synthetic-long", long_session, long_messages),
-        ):
+        sessions = [("synthetic-long", long_session, long_messages)]
+        if include_fixture:
+            assert fixture is not None
+            sessions.insert(0, ("codex-fixture", fixture.session, fixture.messages))
+        for name, session, messages in sessions:
             for mode in ("full", "incremental"):
                 results.append(await replay(name, session, messages, mode, server, Path(tmp)))
     return results

@@ -20,6 +20,7 @@ from reverie.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMBadResponseError,
+    LLMConfigError,
     LLMConnectionError,
     LLMError,
     LLMRateLimitError,
@@ -177,6 +178,12 @@ class HttpModelClient:
         target = self.url(path)
         try:
             response = await self._http.request(method, target, **kwargs)
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+            raise LLMConfigError(
+                f"The {self.provider} base URL {self.base_url!r} is not a usable http(s) URL; "
+                "fix REVERIE_BASE_URL (e.g. http://localhost:11434/v1).",
+                provider=self.provider,
+            ) from None
         except httpx.TimeoutException as exc:
             kind = "connecting to" if isinstance(exc, httpx.ConnectTimeout) else "waiting for"
             raise LLMTimeoutError(

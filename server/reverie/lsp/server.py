@@ -389,6 +389,11 @@ class ReverieLanguageServer(LanguageServer):
             tracker = WorkspaceTracker(self, key)
             self.trackers[key] = tracker
             await tracker.start()
+        # documents opened while start-up was under way
+        for uri in list(self.workspace.text_documents):
+            path = to_fs_path(uri)
+            if path:
+                self.refresh_file_diagnostics(Path(path))
 
     async def stop_tracking(self, folder: Path) -> None:
         tracker = self.trackers.pop(folder.resolve(), None)
@@ -460,6 +465,7 @@ class ReverieLanguageServer(LanguageServer):
     def refresh_file_diagnostics(self, path: Path) -> None:
         """Recompute the diagnostics of one Reverie file (MEMORY.md, topic file, notes)."""
         tracker = self.tracker_for_path(path)
+        logger.debug("diagnostics for %s (tracker %s)", path, tracker and tracker.folder)
         if tracker is not None:
             tracker.refresh_diagnostics(path)
 

@@ -285,8 +285,8 @@ def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = 
     if not memory_dir.is_dir() or memory_dir.is_symlink():
         return False
     lock = ConsolidationLock(memory_dir)
-    if not lock.prior_path.exists() and not (state_dir(memory_dir) / "journal.json").exists():
-        return False
+    if not state_dir(memory_dir).is_dir():
+        return False  # Reverie never wrote here: nothing to recover
     with lock.guard():
         if lock._busy():
             return False

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from reverie.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir
 from reverie.memory.history import MemoryHistory, RunRecord
-from reverie.memory.lock import state_dir
+from reverie.memory.lock import ConsolidationLock, state_dir
 from reverie.memory.store import visible_files
 
 logger = logging.getLogger(__name__)
@@ -163,6 +163,8 @@ class MemoryTransaction:
         fsync_dir(self.memory_dir)
         if history is not None and journal.record is not None:
             history.advance(journal.record.parent, journal.record.commit)
+        # the run consolidated: its fresh last-consolidated time must survive a kill from here
+        ConsolidationLock(self.memory_dir).forget_prior()
         self.journal_path.unlink(missing_ok=True)
         fsync_dir(self.journal_path.parent)
         shutil.rmtree(staging, ignore_errors=True)

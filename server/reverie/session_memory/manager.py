@@ -344,6 +344,9 @@ class SessionMemoryManager:
                 outcome = await writer.write(write_request)
             except LLMError as exc:
                 outcome = WriteOutcome(text=None, error=str(exc))
+            except (OSError, ValueError, RuntimeError) as exc:  # a bug must not cost the notes
+                logger.exception("the %s notes writer failed", writer.name)
+                outcome = WriteOutcome(text=None, error=f"{type(exc).__name__}: {exc}")
         finally:
             try:
                 await client.aclose()

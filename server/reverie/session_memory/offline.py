@@ -29,7 +29,7 @@ from reverie.session_memory.conversation import (
     shorten,
     user_request_text,
 )
-from reverie.session_memory.cursor import last_turn_has_tool_calls
+from reverie.session_memory.cursor import last_assistant_turn, last_turn_has_tool_calls
 from reverie.session_memory.template import (
     NotesSection,
     NotesTemplate,
@@ -223,8 +223,8 @@ class OfflineNotesBuilder:
             lines.append(f"- Last reply from the agent: {shorten(last_text, 500)}")
         main = [m for m in self.messages if not m.is_sidechain]
         if last_turn_has_tool_calls(main):
-            pending = [c for c in self.calls if not c.sidechain][-3:]
-            described = ", ".join(self._describe_call(c.call) for c in pending)
+            pending = [c for m in last_assistant_turn(main) for c in m.tool_calls][-3:]
+            described = ", ".join(self._describe_call(c) for c in pending)
             lines.append(f"- In progress: {described}")
         unresolved = self._unresolved_failures()
         if unresolved:
@@ -384,6 +384,8 @@ class OfflineNotesBuilder:
                 else "(before the first request)"
             )
             summary = self._summarise_calls(calls)
+            if start not in request_at and not summary:
+                continue
             lines.append(f"- {label}: {summary}" if summary else f"- {label}")
         return lines
 
@@ -515,6 +517,9 @@ def merge_notes(
         new_lines = list(generated.get(tmpl.title, []))
         if tmpl.title == "Session Title" and any(line.strip() for line in user_lines):
             new_lines = []
+        # a line equal to one generated now is not kept twice (e.g. the state file was lost)
+        fresh = {line for line in new_lines if line.strip()}
+        user_lines = [line for line in user_lines if line not in fresh]
         written[tmpl.title] = new_lines
         body = list(user_lines)
         if body and new_lines:

@@ -20,6 +20,7 @@ from pathlib import Path
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, JobEvent, discard_events
 from reverie.llm.types import ModelClient
+from reverie.memory.transaction import TransactionError
 from reverie.sleep.deep import DeepResult, SessionInput, deep_sleep_offline, deep_sleep_with_model
 from reverie.sleep.entries import load_entries
 from reverie.sleep.housekeeping import run_housekeeping
@@ -42,6 +43,11 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Sleeper = Callable[[float], Awaitable[None]]
+
+
+def _cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def local_now() -> datetime:
@@ -88,30 +94,23 @@ class SleepCycle:
         review_date = date or now.date()
         paths = ProjectPaths(self.settings, workspace)
         started = time.monotonic()
-        owned_client = self._client is None
-        client = self._client
-        if client is None:
-            from reverie.llm.factory import make_client
-
-            client = make_client(self.settings, "sleep")
-        report = SleepReport(date=review_date, engine="offline" if client.is_offline else "model")
+        report = SleepReport(date=review_date)
         self._emit("start", f"sleep cycle for {review_date.isoformat()}", date=str(review_date))
+        error: str | None = None
         try:
-            with self._tracer.phase("cycle", date=review_date.isoformat()) as root:
-                await self._run_phases(client, paths, review_date, now, report)
-                root.set("sessions_found", report.sessions_found)
-                root.set("skipped", report.skipped_reason is not None)
+            await self._run_with_client(paths, review_date, now, report)
         except Exception as exc:
-            self._emit("error", f"sleep cycle failed: {exc}")
+            error = str(exc) or type(exc).__name__
+            self._emit("error", f"sleep cycle failed: {error}", error=error)
             raise
         finally:
-            if owned_client:
-                await client.aclose()
-        report.duration_seconds = round(time.monotonic() - started, 3)
-        if review_date == now.date():
-            state = SleepState(last_run_date=review_date, last_run_at=now,
-                               last_run_id=report.run_id)
-            await asyncio.to_thread(save_state, paths, state)
+            report.duration_seconds = round(time.monotonic() - started, 3)
+            # A failed cycle counts as tonight's attempt too: the scheduler retries tomorrow,
+            # not every minute. A cancelled one (editor closing) is caught up later.
+            if review_date == now.date() and not _cancelled():
+                state = SleepState(last_run_date=review_date, last_run_at=now,
+                                   last_run_id=report.run_id, last_error=error)
+                await asyncio.to_thread(save_state, paths, state)
         if report.skipped_reason:
             self._emit("skipped", report.skipped_reason, reason=report.skipped_reason)
         else:
@@ -119,8 +118,26 @@ class SleepCycle:
                        **report.to_json_dict())
             if report.run_id:
                 self._emit("memory_saved", f"memory consolidated by sleep ({report.run_id})",
-                           run_id=report.run_id)
+                           run_id=report.run_id, files=report.files_touched)
         return report
+
+    async def _run_with_client(
+        self, paths: ProjectPaths, review_date: Date, now: datetime, report: SleepReport
+    ) -> None:
+        client = self._client
+        if client is None:
+            from reverie.llm.factory import make_client
+
+            client = make_client(self.settings, "sleep")
+        report.engine = "offline" if client.is_offline else f"{client.provider} {client.model}"
+        try:
+            with self._tracer.phase("cycle", date=review_date.isoformat()) as root:
+                await self._run_phases(client, paths, review_date, now, report)
+                root.set("sessions_found", report.sessions_found)
+                root.set("skipped", report.skipped_reason is not None)
+        finally:
+            if self._client is None:
+                await client.aclose()
 
     async def _run_phases(
         self, client: ModelClient, paths: ProjectPaths, review_date: Date, now: datetime,
@@ -144,6 +161,7 @@ class SleepCycle:
             inputs = [SessionInput(ref=ref, notes_path=paths.notes_path(ref.session_id))
                       for ref in chosen]
             memory_before = await asyncio.to_thread(load_entries, paths.memory_dir)
+            report.entries_before = report.entries_after = len(memory_before)
             if client.is_offline:
                 deep = await asyncio.to_thread(deep_sleep_offline, inputs)
             else:
@@ -197,7 +215,7 @@ class SleepCycle:
                 sessions=[d.session_id for d in deep.digests if d.error is None],
                 summary=f"sleep cycle for {review_date.isoformat()}",
             )
-        except RemError as exc:
+        except (RemError, TransactionError) as exc:
             logger.warning("REM changed nothing: %s", exc)
             report.rem_error = str(exc)
             await asyncio.to_thread(lock.rollback)
@@ -211,6 +229,7 @@ class SleepCycle:
             await asyncio.to_thread(lock.release)
         report.entries_after = len(after)
         report.run_id = outcome.run_id
+        report.files_touched = outcome.changes.touched
 
     async def _consolidate(
         self, client: ModelClient, review_date: Date, before: Sequence[MemoryEntry],

@@ -63,13 +63,12 @@ def read_notes(path: Path) -> str | None:
 
 def _load(item: SessionInput) -> tuple[Transcript | None, str | None, str | None]:
     """(transcript, notes, error). A transcript that cannot be read is a counted failure."""
+    ref = item.ref
     try:
-        transcript = load_transcript(item.ref.path)
+        # an Aider history holds many runs: pick this one
+        transcript = load_transcript(ref.path, ref.session_id if ref.agent == "aider" else None)
     except TranscriptError as exc:
         return None, None, str(exc)
-    session_id = item.ref.session_id
-    if transcript.session.id != session_id and transcript.session.agent == "aider":
-        logger.debug("aider file holds several sessions; using %s", transcript.session.id)
     return transcript, read_notes(item.notes_path), None
 
 

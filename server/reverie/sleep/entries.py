@@ -103,7 +103,7 @@ def render_files(
 
     Topic files of entries unchanged since ``before`` are left byte-for-byte as they are.
     """
-    old = {e.key: e for e in before}
+    previous = {e.key: e for e in before}
     index_path = memory_dir / INDEX_NAME
     old_index = parse_index(index_path.read_text("utf-8", errors="replace")) if (
         index_path.is_file()
@@ -115,7 +115,7 @@ def render_files(
         path = memory_dir / name
         link_text = entry.title.replace("]", ")")
         lines.append(IndexEntry(title=link_text, target=name, hook=_hook(entry)))
-        prior = old.get(entry.key)
+        prior = previous.get(entry.key)
         if prior is not None and unchanged(prior, entry) and path.is_file():
             continue
         meta = TopicMeta()
@@ -133,11 +133,15 @@ def render_files(
         writes[name] = render_topic(meta, entry.content)
     kept_names = {f"{entry.key}.md" for entry in entries}
     owned = set(topic_names(memory_dir))
-    for old in old_index.entries:
-        if not old.is_local or "/" in old.target_path:
-            lines.append(old)
-    writes[INDEX_NAME] = render_index(lines)
+    for line in old_index.entries:
+        if not line.is_local or "/" in line.target_path:
+            lines.append(line)
     deletes = sorted(owned - kept_names)
+    same_index = [(e.title, e.target, e.hook) for e in lines] == [
+        (e.title, e.target, e.hook) for e in old_index.entries
+    ]
+    if writes or deletes or not same_index or not index_path.is_file():
+        writes[INDEX_NAME] = render_index(lines)
     return writes, deletes
 
 

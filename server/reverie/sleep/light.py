@@ -48,11 +48,14 @@ def review_window(review_date: Date, now: datetime) -> tuple[datetime, datetime]
 
 
 def last_changed(ref: SessionLike) -> datetime | None:
-    """When the transcript last changed: the file's mtime, else what discovery recorded."""
+    """When the session last changed: what discovery recorded (the file's mtime, or for one of
+    many Aider runs in a file, when that run ended), else the file's mtime now."""
+    if ref.updated_at is not None:
+        return ref.updated_at
     try:
         return datetime.fromtimestamp(ref.path.stat().st_mtime).astimezone()
     except OSError:
-        return ref.updated_at
+        return None
 
 
 def select_sessions(

@@ -132,6 +132,7 @@ class SleepReport(BaseModel):
     skipped_reason: str | None = None
     engine: str = "offline"
     rem_error: str | None = None
+    files_touched: list[str] = Field(default_factory=list)
     housekeeping: HousekeepingReport = Field(default_factory=HousekeepingReport)
     duration_seconds: float = 0.0
 

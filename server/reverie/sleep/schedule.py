@@ -64,6 +64,7 @@ class SleepState(BaseModel):
     last_run_date: Date | None = None
     last_run_at: datetime | None = None
     last_run_id: str | None = None
+    last_error: str | None = None
 
 
 def state_path(paths: ProjectPaths) -> Path:

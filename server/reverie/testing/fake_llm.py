@@ -1,75 +1,83 @@
 """A fake LLM provider: a real HTTP server on 127.0.0.1 for tests and benchmarks.
 
-It speaks enough of two wire formats for Reverie's clients (and the official SDKs) to talk to it:
+It speaks enough of two wire formats for Reverie's clients to talk to it:
 
-- OpenAI: ``POST /v1/chat/completions``, ``POST /v1/files`` (multipart),
-  ``GET /v1/files/{id}/content``,
-  ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``;
-- Anthropic: ``POST /v1/messages``, ``POST /v1/messages/batches``,
-  ``GET /v1/messages/batches/{id}``,
-  ``GET /v1/messages/batches/{id}/results``, ``POST /v1/messages/batches/{id}/cancel``.
+- OpenAI: ``POST /v1/chat/completions``; batches: ``POST /v1/files`` (multipart),
+  ``GET /v1/files/{id}`` and ``/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}``,
+  ``POST /v1/batches/{id}/cancel``;
+- Anthropic: ``POST /v1/messages``; batches: ``POST /v1/messages/batches``,
+  ``GET /v1/messages/batches/{id}`` and ``/results`` (JSONL), ``POST .../{id}/cancel``.
 
-Every path is also accepted without the ``/v1`` prefix, so one base URL works for both providers:
+Every path is also accepted without the ``/v1`` prefix, so one base URL serves both providers:
 point ``REVERIE_BASE_URL`` (or a client's ``base_url``) at ``server.base_url``
-(``http://127.0.0.1:PORT/v1``).
+(``http://127.0.0.1:PORT/v1``) with ``REVERIE_PROVIDER=openai`` or ``anthropic`` and any
+``REVERIE_API_KEY``.
 
-Quick use from a test::
+In a test (async or not)::
 
     async with FakeLLMServer() as server:           # or: with FakeLLMServer() as server:
-        server.enqueue(
-            Step.tool_calls(ToolCallSpec(name="read_file", arguments={"file_path": "a.md"})),
-            Step.reply("done"),
-        )
-        ...  # drive a client at server.base_url
-        assert server.requests[0].json["messages"][0]["role"] == "system"
+        server.enqueue(Step.tool("read_file", file_path="a.md"), Step.reply("done"))
+        ...                                          # drive a client at server.base_url
+        body = server.model_requests()[0].json       # what the client sent
+        assert body["messages"][0]["role"] == "system"
+
+``FakeLLMServer(scenario=None | Scenario | [Step, ...], *, fallback=None, slow=None,
+batch=None, port=0, record_file=None)``; ``start()`` / ``stop()`` or a ``with`` block.
+Properties ``port``, ``url`` (``http://127.0.0.1:PORT``), ``base_url`` (``url + "/v1"``),
+``scenario`` (mutable: e.g. ``server.scenario.batch.never_end = True``), ``pending_steps``.
+Methods ``enqueue(*steps)``, ``set_fallback(fn)``, ``set_default(step)``, ``reset()``,
+``requests``, ``model_requests()``, ``wait_for_requests(count, timeout)``.
 
 Scenario
 --------
-A queue of ``Step``s is consumed one per model call (chat completion or message, and one per batch
-item, in order). ``Step.kind`` is one of:
+A queue of ``Step``s is consumed one per model call (one per chat completion / message, and one
+per batch item when a batch is created, in item order). Constructors and kinds:
 
-- ``text``: reply with ``text``;
-- ``tool_calls``: reply with ``calls`` (``ToolCallSpec(name, arguments, id=None)``) and
-  optional text;
-- ``json``: a structured reply carrying ``data``. OpenAI: the message content is the JSON text.
-  Anthropic: when the request forces a tool (``tool_choice: {"type": "tool", ...}``) the reply is
-  a ``tool_use`` block for that tool with ``data`` as its input, else a text block with the JSON;
-- ``error``: HTTP ``status`` with a provider-shaped error body (``message``) and, when
-  ``retry_after`` is set, a ``Retry-After`` header;
-- ``hang``: hold the response for ``seconds`` (the server still records the request), then reply
-  with ``text``; ``stop()`` releases hanging handlers at once;
-- ``malformed``: 200 with a body that is not JSON;
-- ``invalid_tool_args``: a tool call named ``calls[0].name`` whose arguments are the raw string
-  ``raw_arguments`` (OpenAI ``function.arguments``; Anthropic ``input`` as a string).
+- ``Step.reply(text)`` (kind ``text``);
+- ``Step.tool(name, **arguments)`` / ``Step.tool_calls(ToolCallSpec(...), ..., text="")``
+  (kind ``tool_calls``);
+- ``Step.json_reply(data)`` (kind ``json``): a structured reply. OpenAI: the content is the JSON
+  text. Anthropic: when the request forces a tool (``tool_choice: {"type": "tool", ...}``, how
+  Reverie asks for structured output) a ``tool_use`` block of that tool with ``data`` as input,
+  else a text block with the JSON;
+- ``Step.error(status, message="", retry_after=None)``: a provider-shaped error body, plus a
+  ``Retry-After`` header when ``retry_after`` is set;
+- ``Step.hang(seconds, text="late")``: hold the response (the request is recorded first), then
+  reply with ``text``; ``stop()`` releases hanging handlers at once;
+- ``Step.malformed()``: 200 with a body that is not JSON;
+- ``Step.invalid_tool_args(name, raw)``: a tool call whose arguments are the raw string ``raw``
+  (OpenAI ``function.arguments``; Anthropic ``input`` as a string).
 
-Any step may carry ``delay`` (seconds before answering) and ``usage`` (override token counts).
-When the queue is empty the server asks ``fallback`` (a callable ``FakeRequest -> Step``), then
-uses ``default`` (a step replayed forever); with neither it answers 400 "scenario exhausted"
-(not retried by clients, so a test that runs out of script fails loudly).
-``slow`` adds a delay to every response. ``batch`` (``BatchBehaviour``) controls batches:
-``polls_before_done`` (retrievals that still report in progress), ``never_end``, ``fail_custom_ids``
-(items that fail), ``unsupported`` (batch endpoints answer 404).
+Any step may also carry ``delay`` (seconds before answering), ``usage`` (``StepUsage`` overriding
+token counts, incl. cache tokens) and ``stop_reason``. When the queue is empty the server asks
+``fallback`` (``FakeRequest -> Step | None``; ``FakeRequest`` offers ``provider``, ``body``,
+``system``, ``last_user_text``, ``all_text``, ``tool_names``, ``tool_results``, ``turn`` and, for
+batch items, ``custom_id``), then uses ``scenario.default`` (a step replayed forever); with
+neither it answers 400 "scenario exhausted" (not retried by clients, so a test that runs out of
+script fails loudly). ``slow`` delays every response. ``BatchBehaviour``: ``polls_before_done``
+(retrievals that still say in progress, default 1), ``never_end``, ``fail_custom_ids`` (items
+that fail with a 500), ``unsupported`` (batch routes answer 404, to test the sync fallback).
+Batch items take steps like model calls; a ``hang`` or ``malformed`` step there becomes a
+text reply.
 
 Recording
 ---------
-``server.requests`` lists every request (``RecordedRequest``: method, path (without query),
-provider, headers with ``authorization`` / ``x-api-key`` values replaced by ``<redacted>``, raw
-body text, parsed ``json`` (None for non-JSON bodies) and ``at`` time). ``server.model_requests()``
-filters to chat/message calls. Token usage in replies is computed from request size: input tokens
-= characters of the system + messages + tools JSON // 4, output tokens = characters of the
-reply // 4
-(at least 1), so input-token benchmarks are meaningful.
+``server.requests`` lists every request as ``RecordedRequest`` (``method``, ``path`` without
+query, ``provider``, ``headers`` lower-cased with ``authorization`` / ``x-api-key`` values
+replaced by ``<redacted>``, raw ``body`` text, parsed ``json`` (None if not JSON), ``at`` epoch
+time). Token usage in replies follows request size: input tokens = characters of the system,
+messages and tools JSON // 4; output tokens = characters of the reply // 4 (at least 1).
 
 From another process
 --------------------
-``python -m reverie.testing.fake_llm --scenario FILE.json --port-file F [--port 0]
+``python -m reverie.testing.fake_llm [--scenario FILE.json] [--port-file F] [--port 0]
 [--responder MODULE:FUNC | PATH.py:FUNC] [--record-file requests.jsonl] [--slow S]``
-serves until SIGTERM/SIGINT. The scenario file is ``Scenario`` as JSON
-(``{"steps": [...], "default": {...}, "slow": 0, "batch": {...}}``). The port is written to the
-port file once the server listens (write-then-rename, so a reader never sees a partial number).
-Control endpoints for tests in other processes: ``GET /_fake/requests`` (the recording as JSON),
-``POST /_fake/enqueue`` (body: a step or a list of steps), ``POST /_fake/reset`` (clears queue and
-recording).
+serves until SIGTERM / SIGINT. The scenario file is ``Scenario`` as JSON, e.g.
+``{"steps": [{"kind": "text", "text": "hi"}], "default": {"kind": "text", "text": "ok"},
+"slow": 0, "batch": {"never_end": false}}``. The port file is written (write-then-rename) once
+the server listens. ``--responder`` loads a fallback callable. ``--record-file`` appends each
+request as one JSON line. Control endpoints: ``GET /_fake/requests`` (the recording as JSON),
+``POST /_fake/enqueue`` (a step or a list of steps), ``POST /_fake/reset`` (queue and recording).
 """
 
 from __future__ import annotations

@@ -87,11 +87,15 @@ def test_dream_now_shows_memory_saved_notification(page: Any, code_server: Any, 
 
     centre = notification_centre(page)
     saved = centre.locator(".notification-list-item", has=page.locator(".monaco-button", has_text="Show Diff"))
+    failed = centre.locator(".notification-list-item", has_text=re.compile(r"Reverie.*(failed|stopped)"))
     try:
-        expect(saved.first).to_be_visible(timeout=90_000)
-    except AssertionError:
+        expect(saved.or_(failed).first).to_be_visible(timeout=90_000)
+        assert not failed.count(), failed.first.inner_text()
+    except AssertionError as exc:
         shot(page, artifacts, "02-dream-notification-missing")
-        raise AssertionError(f"no memory-saved notification:\n{centre.inner_text()}{failure_context(code_server)}") from None
+        raise AssertionError(
+            f"no memory-saved notification ({exc}):\n{centre.inner_text()}{failure_context(code_server)}"
+        ) from None
     text = saved.first.inner_text()
     assert re.search(r"memor", text, re.I), text
     for action in ("Open", "Show Diff", "Undo"):

@@ -40,6 +40,7 @@ async def test_env_contract_and_per_job_models(monkeypatch: pytest.MonkeyPatch) 
     memory = make_client(settings, "session_memory")
     dream = make_client(settings, "dream")
     assert isinstance(memory, OpenAIClient) and not memory.is_offline
+    assert isinstance(memory, ModelClient)
     assert memory.model == "gpt-x" and dream.model == "gpt-dream"
     assert memory.base_url == "http://127.0.0.1:9/v1"
     assert KEY not in repr(memory) and KEY not in str(vars(memory).get("_http"))
@@ -137,3 +138,13 @@ def test_backoff_is_exponential_with_jitter_and_capped() -> None:
         assert ceiling / 2 <= delay <= ceiling
     assert len(set(delays)) == len(delays)  # jittered
     assert policy.delay_for(1, LLMServerError("x", retry_after=500)) == 120.0
+
+
+async def test_base_url_without_scheme_is_a_config_error() -> None:
+    client = OpenAIClient(model="m", base_url="localhost:11434/v1", api_key=None,
+                          retry_policy=RetryPolicy(max_retries=3))
+    try:
+        with pytest.raises(LLMConfigError, match="REVERIE_BASE_URL"):
+            await client.complete([ChatMessage(role="user", content="hi")])
+    finally:
+        await client.aclose()

@@ -249,3 +249,39 @@ async def test_prompt_override_is_used(server: FakeLLMServer, reverie_env: dict[
     assert result.ran and not result.edited
     prompt = server.model_requests()[0].json["messages"][-1]["content"]
     assert f"CUSTOM: edit {notes_of(manager, conv)} now." in prompt
+
+
+async def test_drain_reports_unfinished_work(server: FakeLLMServer) -> None:
+    server.set_fallback(lambda request: Step.reply("nothing to add", delay=0.6))
+    manager = SessionMemoryManager(llm_settings(server), EventRecorder())
+    conv = long_conversation()
+    assert await manager.drain(1) == 0
+    await manager.on_messages(conv.session, conv.messages, WORKSPACE)
+    assert await manager.drain(0.05) == 1
+    assert await manager.drain(5) == 0
+
+
+async def test_oversized_notes_get_condensing_reminders(server: FakeLLMServer) -> None:
+    from reverie.session_memory.template import default_template
+
+    server.enqueue(Step.reply("nothing"))
+    manager = SessionMemoryManager(llm_settings(server), EventRecorder())
+    conv = long_conversation()
+    notes = notes_of(manager, conv)
+    notes.parent.mkdir(parents=True)
+    notes.write_text(default_template().text + "- old entry " * 1_000 + "\n")
+    await manager.extract(conv.session, conv.messages, WORKSPACE, force=True)
+    prompt = server.model_requests()[0].json["messages"][-1]["content"]
+    assert "These sections are over their limit and must be condensed" in prompt
+    assert "'# Worklog': ~" in prompt
+
+
+async def test_anthropic_wire_format(server: FakeLLMServer) -> None:
+    server.set_fallback(worklog_responder)
+    settings = llm_settings(server, provider="anthropic")
+    manager = SessionMemoryManager(settings, EventRecorder())
+    conv = long_conversation()
+    result = await manager.extract(conv.session, conv.messages, WORKSPACE, force=True)
+    assert result.edited and result.error is None
+    assert server.model_requests()[0].provider == "anthropic"
+    assert "- saw: request 13" in notes_of(manager, conv).read_text()

@@ -95,6 +95,7 @@ async def test_pending_tool_call_holds_back_the_summarised_cursor() -> None:
     assert state.last_summarized_cursor is None  # mid tool loop: not a safe point
     assert state.last_extracted_cursor is not None
     assert state.last_extracted_cursor.fingerprint == f"id:{conv.messages[-1].id}"
+    assert "- In progress: `pytest -q`" in Path(result.notes_path or "").read_text()
 
 
 async def test_real_transcript_with_force_and_json_shape() -> None:

@@ -41,7 +41,8 @@ def test_claude_fixture_facts() -> None:
     assert check_notes(text) == []
     assert redactions == 0
     # the first user request (a slash command with arguments) is the task and the title
-    assert "@CLAUDE.md を最新の状態にアップデートしてください" in _section(text, "Task specification")
+    request = "@CLAUDE.md を最新の状態にアップデートしてください"
+    assert request in _section(text, "Task specification")
     assert "/orchestrator" in _section(text, "Session Title")
     # the file the session edits, with edit and read counts, relative to the session cwd
     files = _section(text, "Files and Functions")
@@ -148,3 +149,10 @@ def test_quoted_headers_and_fences_cannot_break_the_structure(conversation: Conv
     text, _, _ = _write(conv.session, conv.messages)
     assert check_notes(text) == []
     assert "\\# Not a section" in _section(text, "Key results")
+
+
+def test_lost_state_does_not_duplicate_generated_lines(conversation: Conversation) -> None:
+    conv = conversation.user("build the parser").edit("/work/project/parser.py")
+    first, _, _ = _write(conv.session, conv.messages)
+    again, _, _ = _write(conv.session, conv.messages, current=first, state=ExtractionState())
+    assert again == first

@@ -87,7 +87,7 @@ def test_check_notes_reports_changed_missing_reordered_and_descriptions() -> Non
 def test_check_notes_budget_warnings_and_unknown_sections() -> None:
     text = default_template().text
     big = "x" * (MAX_SECTION_TOKENS * 4 + 400)
-    notes = text.replace("# Worklog\n", f"# My own section\nfree text\n\n# Worklog\n") + big + "\n"
+    notes = text.replace("# Worklog\n", "# My own section\nfree text\n\n# Worklog\n") + big + "\n"
     problems = check_notes(notes)
     assert [p.severity for p in problems] == ["warning", "warning"]
     unknown, oversize = sorted(problems, key=lambda p: p.line)

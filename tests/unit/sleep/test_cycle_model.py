@@ -39,8 +39,10 @@ def summary_for(request: FakeRequest) -> Step:
     if "spotter-dov" in text:
         return Step.json_reply({
             "summary": "Extracted a shared transcript component for spotter-dov.",
-            "memory_candidates": [{"key": "spotter-components",
-                                   "value": "Shared transcript UI lives in transcript_components.ex."}],
+            "memory_candidates": [{
+                "key": "spotter-components",
+                "value": "Shared transcript UI lives in transcript_components.ex.",
+            }],
         })
     return Step.json_reply({
         "summary": "Set OpenCode compaction threshold to 0.9; npm test passes.",
@@ -172,6 +174,7 @@ async def test_batch_that_never_ends_times_out_without_waiting(provider: str, wo
     assert (report.summaries_ok, report.summaries_failed) == (0, 2)
     assert "timed out" in report.journal_path.read_text()
     assert report.rem_error and rem_calls == []  # nothing summarised: memory left alone
+    assert report.entries_before == report.entries_after == 1
     assert digest(memory) == before
 
 
@@ -215,3 +218,26 @@ async def test_rem_over_the_cap_is_rejected(provider: str, workspace) -> None:
         rem = next(r for r in server.model_requests() if "memory keeper" in r.body)
     assert '"maxItems": 3' in rem.body or '"maxItems":3' in rem.body
     assert report.rem_error and digest(memory) == before
+
+
+async def test_secrets_never_reach_the_model_or_the_journal(workspace) -> None:
+    secret = "sk-ant-api03-" + "Zq7" * 15
+    leaky = {"summary": f"Used key {secret} to deploy.", "memory_candidates": [
+        {"key": "deploy", "value": f"Deploy with token {secret}."}]}
+
+    def respond(request: FakeRequest) -> Step:
+        return Step.json_reply(REM_REPLY) if is_rem(request) else Step.json_reply(leaky)
+
+    with FakeLLMServer(fallback=respond) as server:
+        settings = settings_for("openai", server)
+        notes = ProjectPaths(settings, workspace.root).notes_path(
+            "4d5611e5-241a-462a-8d15-5122611a9569")
+        notes.parent.mkdir(parents=True)
+        notes.write_text(f"# Session Title\n_t_\n\nDeploy\n\n# Learnings\n_l_\n\n"
+                         f"- export ANTHROPIC_API_KEY={secret}\n")
+        report = await cycle(settings).run(workspace.root)
+        bodies = [r.body for r in server.requests]
+    assert any("Deploy" in b for b in bodies)  # the notes were sent ...
+    assert not any(secret in b for b in bodies)  # ... without the key
+    assert secret not in report.journal_path.read_text()
+    assert "Used key" in report.journal_path.read_text()

@@ -136,3 +136,37 @@ def test_cli_json_and_human_report(workspace, reverie_env) -> None:
     bad = subprocess.run([*cmd, "--date", "yesterday"], capture_output=True, text=True,
                          env=env, timeout=60)
     assert bad.returncode == 1 and "YYYY-MM-DD" in bad.stderr and bad.stdout == ""
+
+    no_key = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                            env={**env, "REVERIE_PROVIDER": "anthropic"})
+    assert no_key.returncode == 1 and no_key.stdout == ""
+    assert no_key.stderr.startswith("reverie: No API key for the anthropic provider")
+
+
+async def test_only_the_recent_aider_run_of_a_long_history_is_reviewed(
+    workspace, transcripts_dir: Path
+) -> None:
+    history = workspace.root / ".aider.chat.history.md"
+    history.write_bytes((transcripts_dir / "aider/aider-repo/.aider.chat.history.md").read_bytes())
+    recent = (datetime.now() - timedelta(minutes=30)).timestamp()
+    os.utime(history, (recent, recent))
+    report = await SleepCycle(Settings(), tracer=log_tracer()).run(workspace.root)
+    assert report.sessions_found == 3  # Codex, Claude Code and the last of 147 Aider runs
+    journal = report.journal_path.read_text()
+    assert journal.count("(aider)") == 1
+    assert "`aider-20240808T141120-410784` (aider)" in journal
+
+
+async def test_a_failed_cycle_still_counts_as_tonights_attempt(workspace) -> None:
+    import pytest
+
+    from reverie.llm.errors import LLMConfigError
+
+    settings = Settings(provider="anthropic")  # no key anywhere: the client cannot be built
+    events = EventRecorder()
+    with pytest.raises(LLMConfigError):
+        await SleepCycle(settings, events=events, tracer=log_tracer()).run(workspace.root)
+    state = load_state(ProjectPaths(settings, workspace.root))
+    assert state.last_run_date == date.today()
+    assert state.last_error and "ANTHROPIC_API_KEY" in state.last_error
+    assert [e.type for e in events.events] == ["start", "error"]

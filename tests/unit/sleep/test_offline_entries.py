@@ -179,6 +179,8 @@ def test_entries_round_trip_through_the_memory_dir(tmp_path: Path) -> None:
     assert blocking_problems(check_index(mem)) == []
     assert [e.key for e in load_entries(mem)] == ["build-cmd"]
     assert load_entries(mem)[0].recorded == date(2026, 11, 10)
+    # the same entries again: nothing to write, nothing to delete
+    assert render_files(mem, load_entries(mem), load_entries(mem)) == ({}, [])
 
 
 def test_recorded_dates_of_unchanged_entries_survive_whatever_the_model_says() -> None:

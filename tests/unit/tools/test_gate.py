@@ -235,3 +235,26 @@ def test_path_map_shows_real_paths_and_touches_staging(tmp_path: Path) -> None:
 def test_gate_repr_has_no_surprises(t: dict[str, Path]) -> None:
     gate = PathGate([t["allowed"]], write_dir=t["writable"])
     assert "allowed" in repr(gate) and "writable" in repr(gate)
+
+
+def test_path_map_with_staging_inside_the_real_dir(tmp_path: Path) -> None:
+    """The dream's layout: the staging copy lives in ``memory/.reverie/staging/<txid>``."""
+    real = tmp_path.resolve() / "memory"
+    staged = real / ".reverie" / "staging" / "tx1"
+    staged.mkdir(parents=True)
+    (real / "MEMORY.md").write_text("live\n")
+    (staged / "MEMORY.md").write_text("staged copy\n")
+    gate = PathGate([real], write_dir=real, base_dir=real, path_map={real: staged})
+    grep = execute_tool(gate, "grep", {"pattern": "copy", "path": str(real)})
+    assert grep.content == f"{real / 'MEMORY.md'}:1: staged copy"
+    found = execute_tool(gate, "glob", {"pattern": "**/*.md"})
+    assert found.content.splitlines() == [str(real / "MEMORY.md")]
+    edit = execute_tool(gate, "edit_file", {"file_path": "MEMORY.md", "old_string": "copy",
+                                            "new_string": "edit"})
+    assert edit.written == [str(real / "MEMORY.md")]
+    assert (staged / "MEMORY.md").read_text() == "staged edit\n"
+    assert (real / "MEMORY.md").read_text() == "live\n"
+    new = execute_tool(gate, "write_file", {"file_path": "topic/a.md", "content": "t"})
+    assert new.written == [str(real / "topic" / "a.md")]
+    assert (staged / "topic" / "a.md").read_text() == "t"
+    assert not (real / "topic").exists()
