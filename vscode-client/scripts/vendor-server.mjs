@@ -23,9 +23,10 @@ const libs = path.join(client, 'bundled', 'libs');
 const work = path.join(client, 'bundled', '.work');
 
 function pip(args, options = {}) {
-  return execFileSync(python, ['-m', 'pip', '--disable-pip-version-check', '--root-user-action=ignore', '-qq', ...args], {
+  return execFileSync(python, ['-m', 'pip', '-qq', ...args], {
     stdio: options.capture ? ['ignore', 'pipe', 'inherit'] : ['ignore', 'ignore', 'inherit'],
     encoding: 'utf-8',
+    env: { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_ROOT_USER_ACTION: 'ignore' },
   });
 }
 

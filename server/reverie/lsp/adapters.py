@@ -42,22 +42,27 @@ class ConversationCache:
 
     async def extend(
         self, ref: SessionRef, session: Session, appended: list[Message]
-    ) -> list[Message]:
+    ) -> tuple[list[Message], bool]:
+        """The whole conversation, and whether ``appended`` brought anything not seen before
+        (the same messages can be reported twice, e.g. a pushed chat and then its transcript)."""
         key = str(ref.path) + "::" + ref.session_id
         cached = self._sessions.get(key)
         if cached is None:
             messages = await asyncio.to_thread(_load_messages, ref)
             known = {m.id for m in messages}
             messages.extend(m for m in appended if m.id not in known)
+            fresh = True
         else:
             messages = cached[1]
-            known_tail = {m.id for m in messages[-len(appended) - 50 :]}
-            messages.extend(m for m in appended if m.id not in known_tail)
+            known = {m.id for m in messages}
+            new = [m for m in appended if m.id not in known]
+            messages.extend(new)
+            fresh = bool(new)
         self._sessions[key] = (session, messages)
         self._sessions.move_to_end(key)
         while len(self._sessions) > self._size:
             self._sessions.popitem(last=False)
-        return messages
+        return messages, fresh
 
     async def full(self, ref: SessionRef) -> tuple[Session, list[Message]]:
         key = str(ref.path) + "::" + ref.session_id
@@ -151,8 +156,9 @@ async def feed_session_memory(
 ) -> None:
     """Appended messages: the manager applies the thresholds and starts an extraction if due."""
     server = tracker.server
-    messages = await server.conversations.extend(ref, session, appended)
-    await server.session_memory().on_messages(session, messages, tracker.folder)
+    messages, fresh = await server.conversations.extend(ref, session, appended)
+    if fresh:
+        await server.session_memory().on_messages(session, messages, tracker.folder)
 
 
 def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:

@@ -166,6 +166,7 @@ async def append_messages(ls: ReverieLanguageServer, params: Any) -> None:
     except ValidationError as exc:
         logger.warning("ignored %s: %s", Notifications.APPEND_MESSAGES, exc.errors()[:3])
         return
+    await ls.wait_ready()
     tracker = ls.tracker_for_path(Path(pushed.cwd))
     if tracker is None:
         logger.warning(

@@ -202,9 +202,12 @@ class WorkspaceTracker:
             logger.warning("could not save watcher state for %s", self.folder, exc_info=True)
 
     async def _watch_loop(self) -> None:
+        from reverie.transcripts.discovery import generic_sessions_dir
         from reverie.transcripts.watch import SessionWatcher
 
         states = await asyncio.to_thread(self._load_watch_state)
+        # where pushed chats (reverie/appendMessages) go: watched from the start
+        await asyncio.to_thread(ensure_private_dir, generic_sessions_dir(self.settings.agent_home))
         while not self._stopping:
             s = self.settings
             try:
@@ -247,10 +250,14 @@ class WorkspaceTracker:
 
     async def append_pushed(self, pushed: AppendMessagesParams) -> None:
         """Messages pushed by a client (``reverie/appendMessages``) take the watcher's path."""
-        from reverie.lsp.pushed import append_pushed
+        from reverie.lsp.pushed import append_pushed, read_pushed
 
-        # the watcher picks the transcript up like any other session
-        await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
+        # kept as a generic transcript: the watcher and discovery see it like any other session;
+        # it is also fed at once (the conversation cache drops the watcher's repeat of it)
+        path = await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
+        read = await asyncio.to_thread(read_pushed, path)
+        if read is not None:
+            await self.on_appended(*read)
 
     async def list_sessions(self) -> SessionsResult:
         """``reverie sessions --json`` rows for this folder (same function, off the loop)."""

@@ -43,7 +43,7 @@ def state_dir(memory_dir: Path) -> Path:
 
 def pid_alive(pid: int | None) -> bool:
     """True when ``pid`` is a running (non-zombie) process."""
-    if pid is None or pid <= 0:
+    if pid is None or pid <= 0 or pid > 2**22:  # Linux pid_max is at most 2**22
         return False
     try:
         os.kill(pid, 0)
@@ -51,7 +51,7 @@ def pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    except OSError:
+    except (OSError, OverflowError):
         return False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -171,9 +171,10 @@ class ConsolidationLock:
     def try_acquire(self, recover: Callable[[], bool] | None = None) -> bool:
         """Take the lock. False when another live process holds a fresh one.
 
-        ``recover`` runs once no live holder is left (under the guard, before taking over): it
-        finishes what a killed holder left and returns True if that run had reached its commit
-        point, in which case its fresh last-consolidated time is kept.
+        ``recover`` (default: ``reverie.memory.transaction.recover``) runs once no live holder is
+        left (under the guard, before taking over): it finishes what a killed holder left and
+        returns True if that run had reached its commit point, in which case its fresh
+        last-consolidated time is kept.
         """
         if self.path.is_symlink():
             raise OSError(f"{self.path} is a symlink; refusing to use it as a lock")
@@ -181,7 +182,12 @@ class ConsolidationLock:
             if self._busy():
                 logger.debug("lock %s held by a live process", self.path)
                 return False
-            if recover is not None and recover():
+            if recover is None:
+                from reverie.memory.transaction import recover as recover_transaction
+
+                memory_dir = self.memory_dir
+                recover = lambda: recover_transaction(memory_dir)  # noqa: E731
+            if recover():
                 self.forget_prior()
             self.recover_dead_holder()
             _pid, mtime = self.read()

@@ -33,6 +33,9 @@ _ENTRY_RE = re.compile(
 )
 
 
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
 class MemoryProblem(BaseModel):
     """One problem in the memory dir, positioned for an editor diagnostic."""
 
@@ -156,7 +159,11 @@ def parse_topic(path: Path, text: str) -> TopicFile:
     except (ValueError, TypeError) as exc:
         return TopicFile(path=path, body=text, has_front_matter=has_fm,
                          error=f"front matter could not be read: {_first_line(exc)}")
-    if not isinstance(post.metadata, dict):
+    block = _FRONT_MATTER.match(text)
+    raw_meta = yaml.safe_load(block.group(1)) if block else None
+    if not isinstance(post.metadata, dict) or (
+        raw_meta is not None and not isinstance(raw_meta, dict)
+    ):
         return TopicFile(path=path, body=text, has_front_matter=has_fm,
                          error="front matter must be a YAML mapping")
     try:

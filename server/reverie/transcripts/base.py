@@ -67,7 +67,7 @@ class RecordParser(ABC):
         if s.started_at is None or when < s.started_at:
             s.started_at = when
         if s.updated_at is None or when > s.updated_at:
-            s.updated_at = when
+            object.__setattr__(s, "updated_at", when)  # hot path: skip pydantic's setattr
 
     def note_first_prompt(self, text: str) -> None:
         """Fallback title: the first real user prompt, when the agent wrote no summary."""

@@ -168,6 +168,9 @@ def make_tool_call(
             many = tool_input.get("paths")
             if isinstance(many, list):
                 paths.extend(absolute(p, cwd) for p in many if isinstance(p, str) and p)
+        listed = tool_input.get("file_paths")  # generic writers may list the files themselves
+        if isinstance(listed, list):
+            paths.extend(absolute(p, cwd) for p in listed if isinstance(p, str) and p)
         edits = tool_input.get("edits")
         if isinstance(edits, list):
             for edit in edits:

@@ -100,19 +100,19 @@ class ClaudeParser(RecordParser):
 
     def _session_fields(self, record: dict[str, Any]) -> None:
         s = self.session
-        cwd = as_str(record.get("cwd"))
-        if cwd:
+        cwd = record.get("cwd")
+        if cwd != s.cwd and isinstance(cwd, str) and cwd:
             s.cwd = cwd
             s.project = s.project or cwd
-        branch = as_str(record.get("gitBranch"))
-        if branch:
+        branch = record.get("gitBranch")
+        if branch != s.git_branch and isinstance(branch, str) and branch:
             s.git_branch = branch
         session_id = as_str(record.get("sessionId"))
         agent_id = as_str(record.get("agentId"))
         if self._is_agent_file and session_id:
-            if session_id != s.id:
+            if session_id != s.id and s.parent_session_id != session_id:
                 s.parent_session_id = session_id
-            if agent_id:
+            if agent_id and s.agent_id != agent_id:
                 s.agent_id = agent_id
         elif session_id and not self._is_agent_file and not _UUID.match(s.id):
             s.id = session_id  # a file renamed away from its session id (fixtures, copies)
@@ -150,8 +150,11 @@ class ClaudeParser(RecordParser):
         if message is None:
             self.stats.ignored += 1
             return []
-        message.is_sidechain = sidechain
-        message.agent_id = as_str(record.get("agentId"))
+        if sidechain:
+            message.is_sidechain = True
+        agent_id = record.get("agentId")
+        if isinstance(agent_id, str) and agent_id:
+            message.agent_id = agent_id
         if record.get("isMeta") is True or record.get("isCompactSummary") is True:
             message.is_meta = True
         if sidechain:
@@ -261,7 +264,8 @@ def _tool_result(block: dict[str, Any], structured: Any) -> ToolResult:
             if isinstance(structured.get(key), int):
                 exit_code = structured[key]
                 break
-    if exit_code is None:
+    if exit_code is None and is_error:
+        # Claude records a failing command's code only as text ("Exit code 1")
         exit_code = exit_code_from_text(output)
         if exit_code is None and isinstance(structured, str):
             exit_code = exit_code_from_text(structured)

@@ -31,6 +31,7 @@ from reverie.transcripts import aider
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.claude import UUID_PATTERN as _UUID
 from reverie.transcripts.generic import read_sidecar, sidecar_project
+from reverie.transcripts.lines import LineSplitter
 from reverie.transcripts.model import AgentName
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 #: how far into a file discovery reads looking for the session's cwd
 _HEAD_BYTES = 1024 * 1024
 _HEAD_LINES = 200
+_HEAD_CHUNK = 64 * 1024
 
 
 class SessionRef(BaseModel):
@@ -91,21 +93,36 @@ def _belongs(cwd: str | None, workspace: Path) -> bool:
 
 
 def _head_records(path: Path) -> Iterator[dict[str, object]]:
-    """The first JSON-object records of a JSONL file (bounded read)."""
+    """The first JSON-object records of a JSONL file, read lazily in small chunks.
+
+    Callers stop as soon as they found what they need, so a typical file costs one 64 KiB read;
+    at most ``_HEAD_BYTES`` / ``_HEAD_LINES`` are ever looked at.
+    """
     try:
-        with path.open("rb") as handle:
-            head = handle.read(_HEAD_BYTES)
+        handle = path.open("rb")
     except OSError:
         return
-    for raw in head.split(b"\n")[:_HEAD_LINES]:
-        if not raw.strip():
-            continue
-        try:
-            record = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            yield record
+    with handle:
+        splitter = LineSplitter(max_line_bytes=_HEAD_BYTES)
+        seen = read = 0
+        while read < _HEAD_BYTES and seen < _HEAD_LINES:
+            try:
+                chunk = handle.read(_HEAD_CHUNK)
+            except OSError:
+                return
+            if not chunk:
+                return
+            read += len(chunk)
+            for line in splitter.feed(chunk):
+                seen += 1
+                if line.oversized or not line.data.strip():
+                    continue
+                try:
+                    record = orjson.loads(line.data)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict):
+                    yield record
 
 
 # -- Claude Code -----------------------------------------------------------------------------

@@ -124,16 +124,20 @@ class GenericParser(RecordParser):
 
 
 def _usage(raw: Any) -> Usage | None:
-    """OpenAI (``prompt_tokens``...) or Anthropic (``input_tokens``...) usage names."""
+    """OpenAI (``prompt_tokens``...), Anthropic (``input_tokens``...) or Reverie usage names."""
     if not isinstance(raw, dict):
         return None
-    cached = as_int(raw.get("cached_tokens")) or as_int(
-        as_dict(raw.get("prompt_tokens_details")).get("cached_tokens")
-    ) or as_int(raw.get("cache_read_input_tokens"))
+    cached = (
+        as_int(raw.get("cached_tokens"))
+        or as_int(as_dict(raw.get("prompt_tokens_details")).get("cached_tokens"))
+        or as_int(raw.get("cache_read_input_tokens"))
+        or as_int(raw.get("cache_read_tokens"))  # Reverie's own Usage names
+    )
     prompt = as_int(raw.get("prompt_tokens"))
     return Usage(
         input_tokens=max(prompt - cached, 0) if prompt else as_int(raw.get("input_tokens")),
         output_tokens=as_int(raw.get("completion_tokens")) or as_int(raw.get("output_tokens")),
         cache_read_tokens=cached,
-        cache_write_tokens=as_int(raw.get("cache_creation_input_tokens")),
+        cache_write_tokens=as_int(raw.get("cache_creation_input_tokens"))
+        or as_int(raw.get("cache_write_tokens")),
     )

@@ -15,7 +15,9 @@ from reverie.samples import install_samples
 
 SERVER = Path(__file__).resolve().parents[3] / "server"
 
-BEFORE_INDEX = "# Memory\n\n- [Workflow and commands](workflow-and-commands.md) - how we run things\n"
+BEFORE_INDEX = (
+    "# Memory\n\n- [Workflow and commands](workflow-and-commands.md) - how we run things\n"
+)
 BEFORE_TOPIC = """---
 name: Workflow and commands
 description: how we run things

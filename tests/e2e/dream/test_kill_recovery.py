@@ -52,7 +52,7 @@ def _check_consistent(kit: SimpleNamespace, memory_dir: Path, before: dict[str, 
     assert not (memory_dir / ".reverie" / "journal.json").exists()
     assert not any((memory_dir / ".reverie" / "staging").glob("*"))
     lock = ConsolidationLock(memory_dir)
-    pid, mtime = lock.read()
+    _pid, mtime = lock.read()
     assert not lock.prior_path.exists()
     if state == before:
         assert mtime is not None and abs(mtime - kit.prior_mtime) < 1.0, "lock time not restored"
@@ -97,9 +97,38 @@ def test_sigkill_at_random_moments_leaves_before_or_after(
         os.waitpid(pid, 0)
         outcomes[_check_consistent(kit, memory_dir, before, after, started)] += 1
         assert time.monotonic() < deadline, f"too slow after {i + 1} iterations"
-    print("OUTCOMES", outcomes, "full run", round(full_run, 3))
     assert sum(outcomes.values()) == iterations
     assert outcomes["before"] > 0  # the kills really interrupted runs
+
+
+def test_sigkill_inside_the_apply_is_completed_on_next_start(
+    project: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    kit: SimpleNamespace,
+) -> None:
+    """Kill right after the commit point (journal written, files half applied): the next start
+    finishes the apply, keeps the fresh lock time and publishes the history run."""
+    monkeypatch.setenv("REVERIE_TEST_SLOW_APPLY_SECONDS", "0.03")
+    workspace, template = project["workspace"], project["template"]
+    reference = kit.fresh_copy(template, tmp_path / "reference")
+    pid = _dream_in_child(workspace, reference)
+    os.waitpid(pid, 0)
+    after = kit.snapshot(reference)
+    completed = 0
+    for i in range(5):
+        memory_dir = kit.fresh_copy(template, tmp_path / f"apply-{i}")
+        started = time.time()
+        journal = memory_dir / ".reverie" / "journal.json"
+        pid = _dream_in_child(workspace, memory_dir)
+        limit = time.monotonic() + 20
+        while not journal.exists() and time.monotonic() < limit:
+            time.sleep(0.001)
+        time.sleep(0.03 * i)  # 0..4 file ops into the apply
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        completed += journal.exists()
+        assert _check_consistent(kit, memory_dir, kit.snapshot(template), after,
+                                 started) == "after"
+    assert completed >= 3  # most kills really landed inside the apply
 
 
 def test_sigkill_of_the_real_cli_then_next_start_recovers(

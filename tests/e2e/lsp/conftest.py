@@ -48,6 +48,13 @@ class Session:
     env: dict[str, str]
     initialize_seconds: float = 0.0
     received: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    closed: bool = False
+
+    async def close(self) -> None:
+        """``shutdown`` + ``exit`` and wait for the process (the fixture then does nothing)."""
+        if not self.closed:
+            self.closed = True
+            await asyncio.wait_for(self.client.shutdown_session(), timeout=20)
 
     async def command(self, name: str, *arguments: Any) -> Any:
         result = await self.client.workspace_execute_command_async(
@@ -120,6 +127,15 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def memory_dir(workspace: Path, reverie_env: dict[str, Path]) -> Path:
+    """The memory dir the server uses for ``workspace`` (default preset)."""
+    from reverie.config import ProjectPaths, Settings
+
+    settings = Settings(data_dir=reverie_env["data"], agent_home=reverie_env["agent_home"])
+    return ProjectPaths(settings, workspace).memory_dir
+
+
+@pytest.fixture
 async def start_server(
     workspace: Path, reverie_env: dict[str, Path]
 ) -> AsyncIterator[Callable[..., Any]]:
@@ -181,7 +197,7 @@ async def start_server(
 
     for session in started:
         try:
-            await asyncio.wait_for(session.client.shutdown_session(), timeout=15)
+            await session.close()
         except Exception:
             pass
         await session.client.stop()

@@ -21,11 +21,18 @@ SCRIPT = Path(__file__).with_name("reverie_client.lua")
 pytestmark = pytest.mark.e2e
 
 
-def run_nvim(env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_nvim(
+    env: dict[str, str], cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen(
         ["nvim", "--headless", "--clean", "-c", f"luafile {SCRIPT}"],
-        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL, start_new_session=True,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -77,8 +84,10 @@ def test_neovim_status_dream_and_memory_saved(tmp_path: Path, editors: ModuleTyp
 
     (status,) = seen["STATUS"]
     assert isinstance(status, dict)
-    assert any(Path(f).resolve() == ws.workspace.resolve() or f.endswith(str(ws.workspace))
-               for f in status["workspaceFolders"]), status
+    assert any(
+        Path(f).resolve() == ws.workspace.resolve() or f.endswith(str(ws.workspace))
+        for f in status["workspaceFolders"]
+    ), status
     assert status["offline"] is True and status["provider"] == "offline"
     assert status["pid"] != os.getpid()
 

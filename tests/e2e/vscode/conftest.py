@@ -71,7 +71,9 @@ def tools(editors: ModuleType) -> Tools:
     version = json.loads((CLIENT / "package.json").read_text())["version"]
     vsix = CLIENT / f"reverie-{version}.vsix"
     if not vsix.exists():
-        editors.missing_tool(f"{vsix.name} is not built (cd vscode-client && npm ci && npm run package)")
+        editors.missing_tool(
+            f"{vsix.name} is not built (cd vscode-client && npm ci && npm run package)"
+        )
     return Tools(code_server, vsix, CHROMIUM)
 
 
@@ -91,7 +93,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"code-server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            raise RuntimeError(
+                f"code-server exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
                 if b"status" in resp.read():  # "alive" or "expired" (no client yet)
@@ -113,20 +117,26 @@ class CodeServer:
         """The extension host logs (the Reverie output channel included), for failure messages."""
         chunks = []
         for path in sorted(self.user_data.glob("logs/**/*.log")):
-            if "exthost" in str(path) or "Reverie" in path.name:
-                chunks.append(f"--- {path.relative_to(self.user_data)}\n{path.read_text(errors='replace')[-3000:]}")
+            if "Reverie" in path.name or path.name == "exthost.log":
+                tail = path.read_text(errors="replace")[-3000:]
+                chunks.append(f"--- {path.relative_to(self.user_data)}\n{tail}")
         return "\n".join(chunks)
 
 
 @pytest.fixture(scope="module")
-def code_server(tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodeServer]:
+def code_server(
+    tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CodeServer]:
     root = tmp_path_factory.mktemp("vscode")
     ws = editors.make_agent_workspace(root)
     user_data, extensions = root / "user-data", root / "extensions"
     (user_data / "User").mkdir(parents=True)
     env = {
-        **{k: v for k, v in os.environ.items() 
-           if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))
+        },
         **editors.scratch_env(root),
         **ws.env(),
         "HOME": str(root / "home"),
@@ -135,7 +145,10 @@ def code_server(tools: Tools, editors: ModuleType, tmp_path_factory: pytest.Temp
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
     install = subprocess.run(
         [str(tools.code_server), *common, "--install-extension", str(tools.vsix)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert install.returncode == 0, install.stdout + install.stderr
     assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
@@ -159,10 +172,23 @@ def code_server(tools: Tools, editors: ModuleType, tmp_path_factory: pytest.Temp
     log = root / "code-server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(tools.code_server), "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-             "--disable-getting-started-override", *common, str(ws.workspace)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                str(tools.code_server),
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                *common,
+                str(ws.workspace),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
@@ -184,7 +210,9 @@ def code_server(tools: Tools, editors: ModuleType, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture(scope="module")
-def page(code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def page(
+    code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     profile = tmp_path_factory.mktemp("chromium-profile")
@@ -193,8 +221,15 @@ def page(code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPat
             str(profile),
             executable_path=str(tools.chromium),
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
             viewport={"width": 1400, "height": 900},
         )
         try:

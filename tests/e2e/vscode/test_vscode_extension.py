@@ -37,15 +37,20 @@ def shot(page: Any, artifacts: Path, name: str) -> Path:
 
 
 def run_command(page: Any, title: str) -> None:
-    """Runs a command from the palette (F1), clicking the row with exactly that title."""
+    """Runs a command from the palette (F1): Enter once the row with that title is focused."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.keyboard.press("Escape")
     page.keyboard.press("F1")
     box = page.locator(".quick-input-widget input")
     box.wait_for(state="visible")
     box.fill(">" + title)
-    row = page.locator(".quick-input-list .monaco-list-row", has_text=title).first
-    row.wait_for(state="visible")
-    row.click()
+    rows = page.locator(".quick-input-list .monaco-list-row")
+    try:
+        rows.filter(has_text=title).and_(page.locator(".focused")).first.wait_for(timeout=5_000)
+        page.keyboard.press("Enter")
+    except PlaywrightTimeout:  # another command ranks first: pick ours
+        rows.filter(has_text=title).first.click()
 
 
 def notification_centre(page: Any) -> Any:
@@ -56,7 +61,8 @@ def notification_centre(page: Any) -> Any:
 
 
 def failure_context(code_server: Any) -> str:
-    return f"\n--- code-server.log\n{code_server.log.read_text(errors='replace')[-2000:]}\n{code_server.exthost_logs()}"
+    log = code_server.log.read_text(errors="replace")[-2000:]
+    return f"\n--- code-server.log\n{log}\n{code_server.exthost_logs()}"
 
 
 def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) -> None:
@@ -74,7 +80,9 @@ def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) 
     assert "Reverie" in hover, failure_context(code_server)
 
 
-def test_dream_now_shows_memory_saved_notification(page: Any, code_server: Any, artifacts: Path) -> None:
+def test_dream_now_shows_memory_saved_notification(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
 
     run_command(page, "Notifications: Clear All Notifications")
@@ -86,15 +94,20 @@ def test_dream_now_shows_memory_saved_notification(page: Any, code_server: Any, 
     page.keyboard.press("Enter")
 
     centre = notification_centre(page)
-    saved = centre.locator(".notification-list-item", has=page.locator(".monaco-button", has_text="Show Diff"))
-    failed = centre.locator(".notification-list-item", has_text=re.compile(r"Reverie.*(failed|stopped)"))
+    saved = centre.locator(
+        ".notification-list-item", has=page.locator(".monaco-button", has_text="Show Diff")
+    )
+    failed = centre.locator(
+        ".notification-list-item", has_text=re.compile(r"Reverie.*(failed|stopped)")
+    )
     try:
         expect(saved.or_(failed).first).to_be_visible(timeout=90_000)
         assert not failed.count(), failed.first.inner_text()
     except AssertionError as exc:
         shot(page, artifacts, "02-dream-notification-missing")
         raise AssertionError(
-            f"no memory-saved notification ({exc}):\n{centre.inner_text()}{failure_context(code_server)}"
+            f"no memory-saved notification ({exc}):\n{centre.inner_text()}"
+            f"{failure_context(code_server)}"
         ) from None
     text = saved.first.inner_text()
     assert re.search(r"memor", text, re.I), text
@@ -103,7 +116,9 @@ def test_dream_now_shows_memory_saved_notification(page: Any, code_server: Any, 
     shot(page, artifacts, "03-memory-saved-notification")
 
     ws = code_server.workspace
-    memory = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).memory_dir
+    memory = ProjectPaths(
+        Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
+    ).memory_dir
     assert (memory / "MEMORY.md").is_file(), f"the dream wrote no {memory / 'MEMORY.md'}"
 
 
@@ -115,7 +130,9 @@ def test_open_session_notes_shows_the_ten_sections(
     run_command(page, "Notifications: Clear All Notifications")
     run_command(page, "Reverie: Update Session Notes")
     ws = code_server.workspace
-    notes = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).notes_path(ws.session_id)
+    notes = ProjectPaths(
+        Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
+    ).notes_path(ws.session_id)
     tab = page.locator(".tabs-container .tab", has_text="session_memory.md")
     deadline = time.monotonic() + 90
     while True:  # the forced extraction runs in the background; open the notes once they exist
@@ -124,9 +141,15 @@ def test_open_session_notes_shows_the_ten_sections(
             expect(tab).to_be_visible(timeout=3_000)
             break
         except AssertionError:
-            if time.monotonic() > deadline:
+            failed = page.locator(
+                ".notification-list-item", has_text=re.compile(r"Reverie.*failed")
+            )
+            if failed.count() or time.monotonic() > deadline:
                 shot(page, artifacts, "04-session-notes-missing")
-                raise AssertionError(f"no session notes editor; {notes} exists: {notes.exists()}{failure_context(code_server)}") from None
+                raise AssertionError(
+                    f"no session notes editor; {notes} exists: {notes.exists()}; "
+                    f"{[f.inner_text() for f in failed.all()]}{failure_context(code_server)}"
+                ) from None
             run_command(page, "Notifications: Clear All Notifications")
     editor = page.locator(".editor-instance .monaco-editor .view-lines").first
     expect(editor).to_contain_text("Session Title")
@@ -140,23 +163,31 @@ def test_open_session_notes_shows_the_ten_sections(
     assert notes.is_file()
 
 
-def test_broken_memory_index_shows_in_problems_panel(page: Any, code_server: Any, artifacts: Path) -> None:
+def test_broken_memory_index_shows_in_problems_panel(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
 
     ws = code_server.workspace
-    memory = ProjectPaths(Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace).memory_dir
+    memory = ProjectPaths(
+        Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
+    ).memory_dir
     memory.mkdir(parents=True, exist_ok=True)
     index = memory / "MEMORY.md"
     original = index.read_text() if index.exists() else ""
     # A user hand-edits the index and leaves a link to a topic file that does not exist.
-    index.write_text(original.rstrip("\n") + "\n- [Deploy steps](does-not-exist.md) — how releases are cut\n")
+    index.write_text(
+        original.rstrip("\n") + "\n- [Deploy steps](does-not-exist.md) — how releases are cut\n"
+    )
 
     run_command(page, "Reverie: Open Memory Index")
     expect(page.locator(".tabs-container .tab", has_text="MEMORY.md")).to_be_visible()
     run_command(page, "View: Focus Problems")
     problems = page.locator(".markers-panel")
     try:
-        expect(problems.locator(".monaco-list-row", has_text="does-not-exist.md").first).to_be_visible(timeout=30_000)
+        expect(
+            problems.locator(".monaco-list-row", has_text="does-not-exist.md").first
+        ).to_be_visible(timeout=30_000)
     finally:
         shot(page, artifacts, "06-problems-panel")
     expect(problems.locator(".monaco-list-row", has_text="MEMORY.md").first).to_be_visible()

@@ -31,8 +31,8 @@ def agent_home(reverie_env: dict[str, Path]) -> Path:
     shutil.copytree(FIX / "claude-code/codemie-v2.0.64-sibling-agent-files/-tmp-private",
                     projects / "-tmp-private")
     # a decoy: the slug collides with the spotter one but the records say otherwise
-    shutil.copytree(FIX / "claude-code/claude-code-viewer-v1.0.108-inline-sidechains/sample-project",
-                    projects / "-home-USER-projects-spotter-worktrees-spotter")
+    inline = FIX / "claude-code/claude-code-viewer-v1.0.108-inline-sidechains/sample-project"
+    shutil.copytree(inline, projects / "-home-USER-projects-spotter-worktrees-spotter")
     (projects / "-tmp-private" / "memory").mkdir()
     (projects / "-tmp-private" / "memory" / "notes.jsonl").write_text('{"cwd": "/tmp/private"}\n')
     shutil.copytree(FIX / "codex/codemie-code/sessions", home / ".codex" / "sessions")

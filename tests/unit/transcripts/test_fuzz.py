@@ -139,7 +139,7 @@ def test_tail_in_any_chunking_equals_a_whole_read(tmp_path: Path, cuts: list[int
     path.write_bytes(b"")
     tail = TranscriptTail(path, agent="claude-code")
     got = []
-    positions = sorted({c % len(source) for c in cuts}) + [len(source)]
+    positions = [*sorted({c % len(source) for c in cuts}), len(source)]
     start = 0
     for end in positions:
         with path.open("ab") as handle:

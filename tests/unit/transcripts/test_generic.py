@@ -32,7 +32,11 @@ RECORDS: list[dict[str, object]] = [
                "prompt_tokens_details": {"cached_tokens": 1000}}},
     {"role": "tool", "tool_call_id": "c1", "content": "print('hi')"},
     {"role": "tool", "tool_call_id": "c2", "content": "1 failed", "exit_code": 1},
-    {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}], "model": "gpt-x"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}], "model": "gpt-x",
+     "tool_calls": [{"id": "c3", "function": {"name": "notes", "arguments": {
+         "file_paths": ["NOTES.md"]}}}],
+     "usage": {"input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 50,
+               "cache_write_tokens": 9}},
 ]
 
 
@@ -54,8 +58,11 @@ def test_generic_with_sidecar(tmp_path: Path) -> None:
     usage = t.messages[2].usage
     assert usage is not None and (usage.input_tokens, usage.cache_read_tokens) == (200, 1000)
     assert t.messages[5].text == "Fixed." and t.messages[5].model == "gpt-x"
-    # context: recorded usage (1240) plus estimates of what followed
-    assert context_tokens(t.messages) > 1240
+    assert t.messages[5].tool_calls[0].file_paths == ["/work/proj/NOTES.md"]
+    last = t.messages[5].usage
+    assert last is not None and (last.cache_read_tokens, last.cache_write_tokens) == (50, 9)
+    # context: the last recorded usage (7 + 3 + 50 + 9)
+    assert context_tokens(t.messages) == 69
 
 
 def test_generic_without_sidecar_uses_record_cwd_and_first_prompt(tmp_path: Path) -> None:

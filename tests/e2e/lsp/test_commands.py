@@ -1,0 +1,107 @@
+"""Client-pushed chats (``reverie/appendMessages``), the sleep command and multi-folder routing."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from .agents import TOOL_HEAVY, TOOL_HEAVY_ID, place
+
+pytestmark = pytest.mark.e2e
+
+
+def push(s, session_id, messages, cwd=None, title=None):
+    s.client.protocol.notify(
+        "reverie/appendMessages",
+        {"sessionId": session_id, "cwd": str(cwd or s.workspace), "messages": messages,
+         **({"title": title} if title else {})},
+    )
+
+
+async def test_pushed_chat_feeds_the_pipeline(start_server, workspace, reverie_env):
+    s = await start_server(init_options={"watchDebounceMs": 50, "dreamEnabled": False})
+    push(
+        s,
+        "chat-42",
+        [
+            {"role": "user", "text": "Please add a retry to the uploader (token sk-abcdefghijklmnopqrstuvwx)."},
+            {
+                "role": "assistant",
+                "content": "I will edit uploader.py.",
+                "toolCalls": [{"name": "edit", "input": {"path": "uploader.py"},
+                               "filePaths": ["uploader.py"]}],
+                "usage": {"inputTokens": 12000, "outputTokens": 300},
+            },
+            {"role": "assistant", "text": "Done: retries with backoff."},
+        ],
+        title="uploader retries",
+    )
+    # the first extraction is due (12,000 context tokens): it runs on its own
+    update = await s.wait_for_event(
+        "reverie/sessionNotesUpdated", lambda e: e["sessionId"] == "chat-42", timeout=30
+    )
+    notes = await s.command("reverie.server.sessionNotes", {"sessionId": "chat-42"})
+    assert notes["path"] == update["path"] and notes["exists"]
+    status = await s.command("reverie.server.status")
+    assert status["currentSession"]["sessionId"] == "chat-42"
+    assert status["currentSession"]["agent"] == "generic"
+    # the chat is kept as a transcript (0600), with the secret redacted before it is written
+    transcript = reverie_env["agent_home"] / ".reverie" / "sessions" / "chat-42.jsonl"
+    assert transcript.stat().st_mode & 0o777 == 0o600
+    assert "sk-abcdefghijklmnopqrstuvwx" not in transcript.read_text()
+    # it is listed like any other session
+    listed = await s.command("reverie.server.listSessions")
+    assert [r["session_id"] for r in listed["sessions"]] == ["chat-42"]
+
+    # an invalid push is ignored (logged), and the server keeps serving
+    s.client.protocol.notify("reverie/appendMessages", {"sessionId": "", "messages": "nope"})
+    push(s, "elsewhere", [{"role": "user", "text": "hi"}], cwd="/not/a/workspace")
+    assert (await s.command("reverie.server.status"))["sessionsTracked"] == 1
+
+
+async def test_sleep_cycle_command(start_server, workspace, reverie_env):
+    transcript = place(TOOL_HEAVY, reverie_env["agent_home"], workspace)
+    idle = time.time() - 15 * 60  # light sleep takes sessions idle for at least 5 minutes
+    os.utime(transcript, (idle, idle))
+    s = await start_server(init_options={"dreamEnabled": False})
+    job_id = (await s.command("reverie.server.sleep", {})) ["jobId"]
+    assert job_id.startswith("sleep-")
+    done = await s.wait_for_event(
+        "reverie/jobEvent",
+        lambda e: e["jobId"] == job_id and e["type"] in ("complete", "error", "skipped"),
+        timeout=30,
+    )
+    assert done["type"] == "complete", done
+    assert done["payload"]["sessions_found"] == 1
+    saved = await s.wait_for_event("reverie/memorySaved", lambda e: e["source"] == "sleep")
+    assert saved["memoryPaths"] and saved["runId"]
+    history = await s.command("reverie.server.history", {"limit": 1})
+    assert history["runs"][0]["source"] == "sleep"
+    assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID] or history["runs"][0]["run_id"]
+    reports = s.client.progress_reports[f"reverie/{job_id}"]
+    assert reports[0].kind == "begin" and reports[-1].kind == "end"
+
+
+async def test_commands_route_to_the_named_folder(start_server, workspace, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    s = await start_server(folders=[workspace, other])
+    status = await s.command("reverie.server.status")
+    assert sorted(status["workspaceFolders"]) == sorted([str(workspace), str(other)])
+    lock = await s.command("reverie.server.lockStatus", {"workspace": other.as_uri()})
+    assert "other" in lock["memory_dir"]
+    lock = await s.command("reverie.server.lockStatus", {"workspace": str(workspace)})
+    assert "project" in lock["memory_dir"]
+    from pygls.exceptions import JsonRpcException
+
+    with pytest.raises(JsonRpcException) as info:
+        await s.command("reverie.server.lockStatus", {"workspace": "/nowhere"})
+    assert "not an open workspace folder" in str(info.value)
+    with pytest.raises(JsonRpcException) as info:
+        await s.command("reverie.server.sessionNotes")
+    assert "no session found" in str(info.value)
+    with pytest.raises(JsonRpcException) as info:
+        await s.command("reverie.server.undo")
+    assert "undo" in str(info.value).lower() or "run" in str(info.value).lower()

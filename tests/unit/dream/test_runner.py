@@ -1,0 +1,272 @@
+"""DreamRunner over real sample sessions: gates in order, lock, events, offline engine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from reverie.config import ProjectPaths, Settings
+from reverie.dream.gates import ScanThrottle, cheap_gate
+from reverie.dream.runner import DreamRequest, DreamRunner
+from reverie.events import EventRecorder
+from reverie.memory.history import MemoryHistory
+from reverie.memory.lock import ConsolidationLock
+from reverie.memory.store import check_index, read_topic
+
+
+def _runner(**env: str) -> tuple[DreamRunner, EventRecorder]:
+    for key, value in env.items():
+        os.environ[key] = value
+    recorder = EventRecorder()
+    return DreamRunner(Settings(), recorder), recorder
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("REVERIE_DREAM_ENABLED", "REVERIE_DREAM_MIN_SESSIONS", "REVERIE_DREAM_MIN_HOURS",
+                "REVERIE_DREAM_SCAN_INTERVAL_SECONDS", "REVERIE_REMOTE_MODE",
+                "REVERIE_AUTO_MEMORY_ENABLED", "REVERIE_PROVIDER"):
+        monkeypatch.delenv(key, raising=False)
+
+
+async def test_manual_dream_consolidates_real_sessions(workspace: Path) -> None:
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.error is None and result.ran and result.sessions_reviewed == 4
+    memory = Path(result.memory_dir)
+    assert memory == ProjectPaths(Settings(), workspace).memory_dir
+    workflow = (memory / "workflow-and-commands.md").read_text()
+    assert "`mix phx.server`" in workflow  # Claude Code 2.1.38 sample: started Phoenix
+    assert "`rm hello.js`" in workflow  # codemie sample: deleted the JS file
+    assert "`ls`" not in workflow  # exploration noise is left out
+    assert not (memory / "errors-and-fixes.md").exists()  # only agent tool misuse failed
+    files = (memory / "files-and-architecture.md").read_text()
+    assert "`hello.py`" in files and "`CLAUDE.md`" in files
+    assert "(session d6e0bada, 2026-02-10)" in workflow  # dated from the session itself
+    meta = read_topic(memory / "workflow-and-commands.md").meta
+    assert "d6e0bada-1959-4eec-a9d2-0bfade768d8f" in meta.sources
+    assert check_index(memory) == []
+    assert [e.type for e in events.events] == [
+        "start", "progress", "progress", "progress", "progress", "complete", "memory_saved"]
+    saved = events.of_type("memory_saved")[0].payload["memory_paths"]
+    assert sorted(saved) == sorted(result.files_touched)
+    assert str(memory / "MEMORY.md") in saved
+    runs = MemoryHistory(memory).runs()
+    assert runs[0].run_id == result.run_id and runs[0].source == "manual"
+    assert "019b7f94-51b4-7593-922e-ba12b5b73b52" in runs[0].sessions  # the Codex rollout
+    assert set(result.as_json()) == {
+        "ran", "skipped_reason", "sessions_reviewed", "files_touched", "turns", "tokens_in",
+        "tokens_out", "duration_ms", "run_id", "memory_dir"}
+
+
+async def test_session_notes_are_merged_with_absolute_dates(workspace: Path) -> None:
+    settings = Settings()
+    notes = ProjectPaths(settings, workspace).notes_path("d6e0bada-1959-4eec-a9d2-0bfade768d8f")
+    notes.parent.mkdir(parents=True)
+    notes.write_text(
+        "# Session Title\n_t_\nPhoenix terminal\n\n# Workflow\n_w_\n"
+        "- `mix test --only xterm` runs the terminal tests\n\n"
+        "# Errors & Corrections\n_e_\n- xterm.js scrollback broke yesterday: the outer page "
+        "captured wheel events; fixed with `attachCustomWheelEventHandler`\n\n"
+        "# Learnings\n_l_\n- Never start Phoenix in the foreground from the agent\n")
+    runner, _ = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    memory = Path(result.memory_dir)
+    errors = (memory / "errors-and-fixes.md").read_text()
+    # the session's last record is on 2026-02-10, so "yesterday" is 2026-02-09
+    assert "xterm.js scrollback broke on 2026-02-09: the outer page captured wheel" in errors
+    assert "`mix test --only xterm` runs the terminal tests" in (
+        memory / "workflow-and-commands.md").read_text()
+    assert "Never start Phoenix in the foreground" in (
+        memory / "decisions-and-learnings.md").read_text()
+    assert check_index(memory) == []
+
+
+async def test_auto_gates_in_order(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, events = _runner()
+    # 4 sample sessions, the newest is "current": 3 < 5
+    result = await runner.run(DreamRequest(workspace=workspace))
+    assert result.skipped_reason == "session_gate" and result.sessions_reviewed == 3
+    # scan throttle: the same runner does not rescan within 10 minutes
+    again = await runner.run(DreamRequest(workspace=workspace))
+    assert again.skipped_reason == "scan_throttle"
+    # throttle state belongs to the runner, not the process
+    monkeypatch.setenv("REVERIE_DREAM_MIN_SESSIONS", "3")
+    fresh, _ = _runner()
+    result = await fresh.run(DreamRequest(workspace=workspace))
+    assert result.ran and result.sessions_reviewed == 3 and result.error is None
+    # the current session was excluded
+    sources = MemoryHistory(Path(result.memory_dir)).runs()[0].sessions
+    assert "019b7f94-51b4-7593-922e-ba12b5b73b52" not in sources  # the newest one
+    # time gate: just consolidated
+    third, _ = _runner()
+    assert (await third.run(DreamRequest(workspace=workspace))).skipped_reason == "time_gate"
+    reasons = [e.payload["reason"] for e in events.of_type("skipped")]
+    assert reasons == ["session_gate", "scan_throttle"]
+
+
+@pytest.mark.parametrize(
+    ("env", "request_kw", "reason"),
+    [
+        ({"REVERIE_DREAM_ENABLED": "0"}, {}, "disabled"),
+        ({}, {"is_subagent": True}, "subagent"),
+        ({}, {"is_subagent": True, "manual": True}, "subagent"),
+        ({"REVERIE_REMOTE_MODE": "1"}, {}, "remote_mode"),
+        ({"REVERIE_AUTO_MEMORY_ENABLED": "0"}, {}, "auto_memory_disabled"),
+        ({"REVERIE_PROVIDER": "openai", "REVERIE_DREAM_MIN_SESSIONS": "1"}, {},
+         "missing_llm_client"),
+        ({}, {"manual": True, "logs": True}, "no_daily_log_entries"),
+    ],
+)
+async def test_skip_reasons(workspace: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                            request_kw: dict[str, bool], reason: str) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, **request_kw))
+    assert result.skipped_reason == reason and not result.ran
+    assert events.of_type("skipped")[0].payload["reason"] == reason
+    assert not Path(result.memory_dir, "MEMORY.md").exists()
+
+
+async def test_manual_bypasses_disabled_and_time_gate(workspace: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVERIE_DREAM_ENABLED", "0")
+    runner, _ = _runner()
+    memory = ProjectPaths(Settings(), workspace).memory_dir
+    memory.mkdir(parents=True)
+    lock = memory / ".consolidate-lock"
+    lock.write_text("")  # consolidated just now, after every sample session
+    os.utime(lock, (time.time() + 1, time.time() + 1))
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.ran and result.error is None
+    assert result.sessions_reviewed == 0  # nothing touched since the lock's time
+    assert result.files_touched == []
+
+
+async def test_lock_busy(workspace: Path) -> None:
+    runner, _events = _runner()
+    memory = ProjectPaths(Settings(), workspace).memory_dir
+    holder = ConsolidationLock(memory)
+    memory.mkdir(parents=True)
+    assert holder.try_acquire()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.skipped_reason == "lock_busy" and not result.ran
+    holder.rollback()
+    assert not (memory / "MEMORY.md").exists()
+
+
+async def test_extra_context_is_recorded(workspace: Path) -> None:
+    runner, _ = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True,
+                                           extra="We always deploy on Fridays."))
+    text = (Path(result.memory_dir) / "decisions-and-learnings.md").read_text()
+    assert "We always deploy on Fridays." in text
+
+
+async def test_daily_log_mode_consolidates_and_marks(workspace: Path) -> None:
+    paths = ProjectPaths(Settings(), workspace)
+    log = paths.logs_dir / "2026" / "03" / "2026-03-02.md"
+    log.parent.mkdir(parents=True)
+    log.write_text("# 2026-03-02\n\n- Switched the queue to Redis streams yesterday\n"
+                   "  because Kafka was overkill\n- Old entry <!-- consolidated: dropped -->\n")
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True, logs=True))
+    assert result.ran and result.error is None
+    decisions = (Path(result.memory_dir) / "decisions-and-learnings.md").read_text()
+    assert "Switched the queue to Redis streams on 2026-03-01 because Kafka was overkill" in (
+        decisions)
+    marked = log.read_text().splitlines()
+    assert marked[2].endswith("-->") and "decisions-and-learnings.md" in marked[2]
+    assert marked[4] == "- Old entry <!-- consolidated: dropped -->"
+    complete = events.of_type("complete")[0].payload
+    assert complete["log_entry_ids"] == ["2026-03-02#3"] and complete["source"] == "daily_log"
+    again = await runner.run(DreamRequest(workspace=workspace, manual=True, logs=True))
+    assert again.skipped_reason == "no_daily_log_entries"
+
+
+async def test_unusable_memory_dir_is_a_clean_error(workspace: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tmp_path / "real-memory"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("REVERIE_MEMORY_DIR", str(tmp_path / "link"))
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.error and "symlink" in result.error and not result.ran
+    assert events.of_type("error") and list(real.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+async def test_read_only_memory_dir_fails_without_loss(workspace: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = tmp_path / "ro"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("# Memory\n")
+    memory.chmod(0o500)
+    monkeypatch.setenv("REVERIE_MEMORY_DIR", str(memory))
+    try:
+        runner, _ = _runner()
+        result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+        assert result.error and not result.files_touched
+        assert (memory / "MEMORY.md").read_text() == "# Memory\n"
+    finally:
+        memory.chmod(0o700)
+
+
+async def test_submit_is_one_per_memory_dir_and_drain_waits(workspace: Path) -> None:
+    runner, _ = _runner()
+    first = runner.submit(DreamRequest(workspace=workspace, manual=True))
+    second = runner.submit(DreamRequest(workspace=workspace, manual=True))
+    assert first is second
+    assert await runner.drain(30) == 0
+    assert first.result().ran
+
+
+async def test_cancelled_run_emits_cancelled_and_changes_nothing(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVERIE_TEST_SLOW_APPLY_SECONDS", "0")
+    runner, events = _runner()
+    from reverie.dream import runner as runner_module
+
+    started = asyncio.Event()
+    original = runner_module.DreamRunner._offline
+
+    def slow_offline(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        result = original(self, *args, **kwargs)
+        started.set()
+        time.sleep(0.3)
+        return result
+
+    monkeypatch.setattr(runner_module.DreamRunner, "_offline", slow_offline)
+    task = asyncio.create_task(runner.run(DreamRequest(workspace=workspace, manual=True)))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    memory = ProjectPaths(Settings(), workspace).memory_dir
+    assert not (memory / "MEMORY.md").exists()
+    assert not (memory / ".consolidate-lock").exists()
+    assert events.of_type("cancelled")
+
+
+def test_scan_throttle_is_per_dir_and_expires(tmp_path: Path) -> None:
+    throttle = ScanThrottle()
+    throttle.mark(tmp_path / "a", now=100.0)
+    assert throttle.blocked(tmp_path / "a", 600, now=200.0)
+    assert not throttle.blocked(tmp_path / "b", 600, now=200.0)
+    assert not throttle.blocked(tmp_path / "a", 600, now=701.0)
+
+
+def test_cheap_gate_order() -> None:
+    s = Settings(dream_enabled=False, remote_mode=True, auto_memory_enabled=False)
+    assert cheap_gate(s, manual=False, is_subagent=True) == "disabled"
+    assert cheap_gate(s, manual=True, is_subagent=False) is None
+    s = Settings(remote_mode=True, auto_memory_enabled=False)
+    assert cheap_gate(s, manual=False, is_subagent=True) == "subagent"
+    assert cheap_gate(s, manual=False, is_subagent=False) == "remote_mode"

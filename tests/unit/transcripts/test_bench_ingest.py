@@ -1,0 +1,44 @@
+"""The ingest benchmark's generator and measurements on a small size, so the script cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from reverie.transcripts.reader import load_transcript
+from reverie.transcripts.stats import transcript_stats
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "ingest.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reverie_bench_ingest", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generator_makes_a_realistic_claude_transcript(tmp_path: Path) -> None:
+    ingest = _load()
+    path = tmp_path / "s.jsonl"
+    lines = ingest.generate(path, 400_000)
+    assert path.stat().st_size >= 400_000
+    t = load_transcript(path)
+    stats = transcript_stats(t)
+    assert t.session.agent == "claude-code" and t.stats.lines == lines
+    assert t.stats.skipped == 0 and t.stats.ignored > 0  # progress / snapshots are in the mix
+    assert stats["tool_calls"] > 20 and stats["tool_errors"] > 0 and stats["files"]
+    api_ids = [m.api_message_id for m in t.messages if m.usage is not None and m.api_message_id]
+    assert len(api_ids) == len(set(api_ids))  # split responses, usage once each
+
+
+def test_measurements_run_end_to_end(tmp_path: Path) -> None:
+    ingest = _load()
+    report = ingest.run(size_mb=1.0, data_dir=tmp_path, rounds=5, small_mb=0.2, repeats=1)
+    assert report.messages > 0 and report.lines > 0
+    assert report.parse_ratio > 0 and report.append_big_median_ms > 0
+    assert report.peak_rss_mb >= report.idle_rss_mb > 0
