@@ -28,7 +28,23 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def requested_command(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv`` (None for ``--help`` / ``--version`` / nothing)."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--log-level":
+            next(tokens, None)
+        elif token.startswith("-"):
+            if token in ("-h", "--help", "--version"):
+                return None
+        else:
+            return token if token in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``only``, the other sub-commands' modules are not imported (so
+    ``reverie serve`` answers the editor's ``initialize`` quickly)."""
     parser = argparse.ArgumentParser(prog="reverie", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reverie {__version__}")
     parser.add_argument(
@@ -36,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         try:
             module = importlib.import_module(f"reverie.commands.{module_name}")
         except ModuleNotFoundError as exc:
@@ -49,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(requested_command(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),

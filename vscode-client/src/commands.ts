@@ -86,7 +86,7 @@ export function lockSummary(lock: LockStatus): { title: string; detail: string }
 
 function runLabel(run: HistoryRun): vscode.QuickPickItem & { run: HistoryRun } {
   const id = String(field(run, 'runId') ?? field(run, 'id') ?? '');
-  const when = field<string>(run, 'timestamp') ?? field<string>(run, 'time') ?? field<string>(run, 'createdAt');
+  const when = field<string>(run, 'at') ?? field<string>(run, 'timestamp') ?? field<string>(run, 'createdAt');
   const source = String(field(run, 'source') ?? '');
   const counts = ['added', 'changed', 'removed']
     .map((kind) => {

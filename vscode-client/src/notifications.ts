@@ -15,16 +15,19 @@ function notificationsOff(): boolean {
   return vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('showNotifications') === 'off';
 }
 
+/**
+ * "Reverie improved 3 memories": topic files count as memories; the index (MEMORY.md) only when
+ * nothing else changed. The server's own longer message goes to the log.
+ */
 export function memorySavedMessage(event: MemorySaved): string {
-  if (event.message) {
-    return event.message;
-  }
-  const n = event.memoryPaths.length;
-  return `Reverie ${event.verb || 'saved'} ${n} memor${n === 1 ? 'y' : 'ies'}`;
+  const topics = event.memoryPaths.filter((file) => !/(^|[\\/])MEMORY\.md$/.test(file));
+  const n = topics.length || event.memoryPaths.length;
+  const verb = event.verb === 'improved' ? 'improved' : 'saved';
+  return `Reverie ${verb} ${n} memor${n === 1 ? 'y' : 'ies'}`;
 }
 
 async function onMemorySaved(ctx: CommandContext, event: MemorySaved): Promise<void> {
-  ctx.log.info(`${memorySavedMessage(event)} (${event.source}, run ${event.runId ?? '-'}): ${event.memoryPaths.join(', ')}`);
+  ctx.log.info(`${memorySavedMessage(event)} (${event.source}, run ${event.runId ?? '-'}): ${event.message}`);
   if (notificationsOff()) {
     return;
   }

@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
         handler.setLevel(cli_level)
     logging.getLogger().setLevel(logging.WARNING)
 
+    # transcripts are parsed in worker threads: hand the GIL back to the event loop more often
+    # than the default 5 ms so editor requests stay responsive while a big file is read
+    sys.setswitchinterval(0.001)
+
     from reverie.lsp.handlers import create_server
 
     server = create_server()

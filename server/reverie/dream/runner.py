@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ from reverie.dream.offline import SessionInput, consolidate_offline
 from reverie.dream.prompts import SYSTEM, build_brief
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError
-from reverie.llm.types import ChatMessage, ModelClient
+from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ToolSpec
 from reverie.memory.dates import normalise_dates
 from reverie.memory.lock import ConsolidationLock, LockBusy
 from reverie.memory.session import (
@@ -42,6 +42,7 @@ from reverie.transcripts.model import Transcript
 
 logger = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 ClientFactory = Callable[[Settings, Literal["dream"]], ModelClient]
 DREAM_TOOLS = ("read_file", "list_dir", "glob", "grep", "edit_file", "write_file")
 
@@ -96,6 +97,36 @@ class _Outcome(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     summary: str = ""
+
+
+class _RedactingClient:
+    """Wraps the dream's model client so nothing unredacted reaches the provider: the brief,
+    and every tool result (transcripts, notes and memory the model reads) pass ``redact``."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+        self.provider = inner.provider
+        self.model = inner.model
+
+    @property
+    def is_offline(self) -> bool:
+        return self.inner.is_offline
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+        output_schema: type[BaseModel] | None = None,
+        max_tokens: int | None = None,
+    ) -> ModelReply:
+        clean = [m.model_copy(update={"content": redact(m.content)[0]}) for m in messages]
+        return await self.inner.complete(clean, system=system, tools=tools,
+                                         output_schema=output_schema, max_tokens=max_tokens)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _default_client_factory(settings: Settings, job: Literal["dream"]) -> ModelClient:
@@ -271,14 +302,15 @@ class DreamRunner:
                    engine="offline" if client.is_offline else client.provider)
         try:
             if client.is_offline:
-                outcome = await asyncio.to_thread(
-                    self._offline, request, paths, refs, scan, staged, job_id)
+                outcome = await _finish_thread_then_cancel(
+                    asyncio.to_thread(self._offline, request, paths, refs, scan, staged, job_id))
             else:
                 outcome = await self._with_model(request, paths, refs, scan, staged, client,
                                                  job_id)
             staged.usage(outcome.tokens_in, outcome.tokens_out)
             staged.summary = outcome.summary
-            await asyncio.to_thread(_normalise_new_text, staged, refs)
+            await _finish_thread_then_cancel(
+                asyncio.to_thread(_normalise_new_text, staged, refs))
             self._emit("progress", "validating and applying", job_id=job_id, phase="applying",
                        files_touched=[])
         except BaseException as exc:
@@ -373,7 +405,13 @@ class DreamRunner:
         memory_dir = staged.live_dir
         notes = [paths.notes_path(r.session_id) for r in refs
                  if paths.notes_path(r.session_id).is_file()]
-        read_roots = [memory_dir, *{r.path.parent for r in refs}, *notes]
+        # the sessions' own files (and a Claude session's sub-agent folder), not their whole
+        # directories: a Codex day folder also holds other projects' rollouts
+        read_roots = [memory_dir, *notes]
+        for ref in refs:
+            read_roots.append(ref.path)
+            if ref.path.with_suffix("").is_dir():
+                read_roots.append(ref.path.with_suffix(""))
         if scan is not None:
             read_roots.append(paths.logs_dir)
         gate = PathGate(read_roots, write_dir=memory_dir, base_dir=memory_dir)
@@ -382,7 +420,8 @@ class DreamRunner:
                             transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
                             manual=request.manual, extra=extra, daily_log=scan)
         loop = await run_tool_loop(
-            client, system=SYSTEM, messages=[ChatMessage(role="user", content=brief)],
+            _RedactingClient(client), system=SYSTEM,
+            messages=[ChatMessage(role="user", content=brief)],
             gate=gate, tools=DREAM_TOOLS, max_turns=self.settings.dream_max_turns,
             events=self.events, job="dream", path_map={memory_dir: staged.path},
             job_id=job_id,
@@ -392,6 +431,17 @@ class DreamRunner:
                    files_touched=loop.files_written)
         return _Outcome(turns=loop.turns, tokens_in=loop.usage.input_tokens,
                         tokens_out=loop.usage.output_tokens, summary=loop.text.strip()[:500])
+
+
+async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:
+    """Await worker-thread ``work``; on cancellation let the thread finish first, so the staged
+    copy is not being written while the run is rolled back."""
+    future = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        raise
 
 
 def _session_time(transcript: Transcript | None) -> datetime | None:

@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,16 +30,24 @@ logger = logging.getLogger(__name__)
 MAX_CACHED_SESSIONS = 4
 
 
+@dataclass
+class _Conversation:
+    session: Session
+    messages: list[Message]
+    ids: set[str] = field(default_factory=set)
+
+
 class ConversationCache:
     """The whole conversation of recently active sessions (session memory needs all of it).
 
-    Filled from the transcript on a session's first append, then extended by appended messages;
-    least recently used sessions are dropped (and re-read from disk if they become active again).
+    Filled from the transcript on a session's first append, then extended by appended messages
+    (cost proportional to the append, not the conversation); least recently used sessions are
+    dropped and re-read from disk if they become active again.
     """
 
     def __init__(self, size: int = MAX_CACHED_SESSIONS) -> None:
         self._size = size
-        self._sessions: OrderedDict[str, tuple[Session, list[Message]]] = OrderedDict()
+        self._sessions: OrderedDict[str, _Conversation] = OrderedDict()
 
     async def extend(
         self, ref: SessionRef, session: Session, appended: list[Message]
@@ -46,35 +55,33 @@ class ConversationCache:
         """The whole conversation, and whether ``appended`` brought anything not seen before
         (the same messages can be reported twice, e.g. a pushed chat and then its transcript)."""
         key = str(ref.path) + "::" + ref.session_id
-        cached = self._sessions.get(key)
-        if cached is None:
+        conversation = self._sessions.get(key)
+        fresh = conversation is None
+        if conversation is None:
             messages = await asyncio.to_thread(_load_messages, ref)
-            known = {m.id for m in messages}
-            messages.extend(m for m in appended if m.id not in known)
-            fresh = True
-        else:
-            messages = cached[1]
-            known = {m.id for m in messages}
-            new = [m for m in appended if m.id not in known]
-            messages.extend(new)
-            fresh = bool(new)
-        self._sessions[key] = (session, messages)
+            conversation = _Conversation(session, messages, {m.id for m in messages})
+            self._put(key, conversation)
+        conversation.session = session
+        new = [m for m in appended if m.id not in conversation.ids]
+        conversation.messages.extend(new)
+        conversation.ids.update(m.id for m in new)
         self._sessions.move_to_end(key)
-        while len(self._sessions) > self._size:
-            self._sessions.popitem(last=False)
-        return messages, fresh
+        return conversation.messages, fresh or bool(new)
 
     async def full(self, ref: SessionRef) -> tuple[Session, list[Message]]:
         key = str(ref.path) + "::" + ref.session_id
-        cached = self._sessions.get(key)
-        if cached is not None:
-            self._sessions.move_to_end(key)
-            return cached
-        session, messages = await asyncio.to_thread(_load_session, ref)
-        self._sessions[key] = (session, messages)
+        conversation = self._sessions.get(key)
+        if conversation is None:
+            session, messages = await asyncio.to_thread(_load_session, ref)
+            conversation = _Conversation(session, messages, {m.id for m in messages})
+            self._put(key, conversation)
+        self._sessions.move_to_end(key)
+        return conversation.session, conversation.messages
+
+    def _put(self, key: str, conversation: _Conversation) -> None:
+        self._sessions[key] = conversation
         while len(self._sessions) > self._size:
             self._sessions.popitem(last=False)
-        return session, messages
 
 
 def _load_session(ref: SessionRef) -> tuple[Session, list[Message]]:

@@ -33,6 +33,7 @@ from reverie.lsp.protocol import (
     StatusArgs,
     UndoArgs,
     Wire,
+    build_schemas,
 )
 from reverie.lsp.server import ReverieLanguageServer
 from reverie.lsp.tracking import WorkspaceTracker
@@ -95,6 +96,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
 
     ls.log_handler.connect(ls.window_log_message, asyncio.get_running_loop())
     ls.initialized_event.set()
+    build_schemas()
     await ls.pull_settings()
     s = ls.settings
     logger.info(

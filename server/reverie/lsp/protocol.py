@@ -80,7 +80,8 @@ OutcomeType = Literal["complete", "skipped", "cancelled", "error"]
 class Wire(BaseModel):
     """Base of every payload: camelCase on the wire, snake_case in Python."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    # schemas are built on first use: keeps ``reverie serve`` quick to answer ``initialize``
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         """The JSON object sent to the client."""
@@ -90,7 +91,9 @@ class Wire(BaseModel):
 class Args(Wire):
     """Base of command arguments: unknown keys are an error that names them."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True
+    )
 
     #: workspace folder (URI or path) the command applies to; default: the first folder
     workspace: str | None = None
@@ -137,7 +140,9 @@ class UndoArgs(Args):
 
 
 class CancelJobArgs(Wire):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True
+    )
 
     job_id: str
 
@@ -266,7 +271,9 @@ class JobEventPayload(Wire):
 
 
 class PushedToolCall(Wire):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
 
     name: str
     id: str | None = None
@@ -275,7 +282,9 @@ class PushedToolCall(Wire):
 
 
 class PushedUsage(Wire):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -286,7 +295,9 @@ class PushedUsage(Wire):
 class PushedMessage(Wire):
     """One chat message pushed by a client; ``content`` is accepted as a synonym of ``text``."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
 
     role: Literal["user", "assistant", "system", "tool"]
     text: str = ""
@@ -301,9 +312,21 @@ class PushedMessage(Wire):
 class AppendMessagesParams(Wire):
     """``reverie/appendMessages``: messages of an agent that writes no transcript."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
 
     session_id: str = Field(min_length=1)
     cwd: str
     messages: list[PushedMessage]
     title: str | None = None
+
+
+def build_schemas() -> None:
+    """Build every payload schema now (they are deferred to keep start-up fast); called after
+    ``initialize`` has been answered so the first commands do not pay for it."""
+    pending: list[type[BaseModel]] = [Wire]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        model.model_rebuild()

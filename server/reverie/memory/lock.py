@@ -283,20 +283,34 @@ def lock_status(
     )
 
 
-def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = None) -> bool:
+class Recovery(BaseModel):
+    """What start-up recovery did: finished an interrupted apply (the run counts, its fresh
+    last-consolidated time stays) and/or restored the lock a killed run had taken."""
+
+    completed_apply: bool = False
+    restored_lock: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return self.completed_apply or self.restored_lock
+
+
+def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = None,
+                         ) -> Recovery:
     """On start-up: if the lock's holder is dead, finish its work and restore the lock.
 
-    Returns True when something was recovered. Does nothing while a live process holds it.
+    Does nothing while a live process holds it.
     """
     if not memory_dir.is_dir() or memory_dir.is_symlink():
-        return False
+        return Recovery()
     lock = ConsolidationLock(memory_dir)
     if not state_dir(memory_dir).is_dir():
-        return False  # Reverie never wrote here: nothing to recover
+        return Recovery()  # Reverie never wrote here: nothing to recover
     with lock.guard():
         if lock._busy():
-            return False
+            return Recovery()
         completed = recover() if recover is not None else False
         if completed:
             lock.forget_prior()
-        return lock.recover_dead_holder() or completed
+        restored = lock.recover_dead_holder()
+        return Recovery(completed_apply=completed, restored_lock=restored and not completed)

@@ -25,7 +25,7 @@ from types import TracebackType
 from pydantic import BaseModel, Field
 
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
-from reverie.memory.lock import ConsolidationLock, LockBusy, recover_if_abandoned
+from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
 from reverie.memory.repair import RepairReport, new_blocking_problems, repair_memory
 from reverie.memory.store import MemoryProblem, check_index
 from reverie.memory.transaction import (
@@ -75,9 +75,14 @@ class WriteResult(BaseModel):
     repair: RepairReport = Field(default_factory=RepairReport)
 
 
-def recover_memory_dir(memory_dir: Path) -> bool:
-    """Finish or roll back whatever a killed run left (safe to call at any start-up)."""
+def recover_memory_dir_detail(memory_dir: Path) -> Recovery:
+    """Finish or roll back whatever a killed run left, and say which (safe at any start-up)."""
     return recover_if_abandoned(memory_dir, lambda: recover(memory_dir))
+
+
+def recover_memory_dir(memory_dir: Path) -> bool:
+    """``recover_memory_dir_detail`` for callers that only need "was anything recovered"."""
+    return recover_memory_dir_detail(memory_dir).anything
 
 
 class MemoryWriteSession:
@@ -198,8 +203,10 @@ __all__ = [
     "LockBusy",
     "MemoryValidationError",
     "MemoryWriteSession",
+    "Recovery",
     "StagedMemory",
     "TransactionError",
     "WriteResult",
     "recover_memory_dir",
+    "recover_memory_dir_detail",
 ]

@@ -43,6 +43,19 @@ def _dream_in_child(workspace: Path, memory_dir: Path) -> int:
     return pid
 
 
+def _wait(pid: int, timeout: float = 30.0) -> int:
+    """waitpid with a bound: a child that hangs is killed and the test fails loudly."""
+    limit = time.monotonic() + timeout
+    while time.monotonic() < limit:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"dream child {pid} did not finish in {timeout} s")
+
+
 def _check_consistent(kit: SimpleNamespace, memory_dir: Path, before: dict[str, bytes],
                       after: dict[str, bytes], started: float) -> str:
     recover_memory_dir(memory_dir)
@@ -77,9 +90,8 @@ def test_sigkill_at_random_moments_leaves_before_or_after(
     reference = kit.fresh_copy(template, tmp_path / "reference")
     t0 = time.monotonic()
     pid = _dream_in_child(workspace, reference)
-    _, status = os.waitpid(pid, 0)
+    assert _wait(pid) == 0
     full_run = time.monotonic() - t0
-    assert os.waitstatus_to_exitcode(status) == 0
     after = kit.snapshot(reference)
     assert after != before and set(before) <= set(after)
     assert b"make lint" in after["workflow-and-commands.md"]  # old facts kept, new ones merged
@@ -111,7 +123,7 @@ def test_sigkill_inside_the_apply_is_completed_on_next_start(
     workspace, template = project["workspace"], project["template"]
     reference = kit.fresh_copy(template, tmp_path / "reference")
     pid = _dream_in_child(workspace, reference)
-    os.waitpid(pid, 0)
+    assert _wait(pid) == 0
     after = kit.snapshot(reference)
     completed = 0
     for i in range(5):

@@ -81,7 +81,9 @@ class Session:
             await asyncio.sleep(0.05)
 
     async def wait_for_event(
-        self, method: str, match: Callable[[dict[str, Any]], bool] = lambda _: True,
+        self,
+        method: str,
+        match: Callable[[dict[str, Any]], bool] = lambda _: True,
         timeout: float = 15.0,
     ) -> dict[str, Any]:
         def find() -> dict[str, Any] | None:

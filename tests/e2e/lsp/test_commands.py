@@ -11,12 +11,18 @@ from .agents import TOOL_HEAVY, TOOL_HEAVY_ID, place
 
 pytestmark = pytest.mark.e2e
 
+SECRET = "sk-proj-" + "AbCdEf0123456789" * 2 + "AbCd"
+
 
 def push(s, session_id, messages, cwd=None, title=None):
     s.client.protocol.notify(
         "reverie/appendMessages",
-        {"sessionId": session_id, "cwd": str(cwd or s.workspace), "messages": messages,
-         **({"title": title} if title else {})},
+        {
+            "sessionId": session_id,
+            "cwd": str(cwd or s.workspace),
+            "messages": messages,
+            **({"title": title} if title else {}),
+        },
     )
 
 
@@ -26,12 +32,13 @@ async def test_pushed_chat_feeds_the_pipeline(start_server, workspace, reverie_e
         s,
         "chat-42",
         [
-            {"role": "user", "text": "Please add a retry to the uploader (token sk-abcdefghijklmnopqrstuvwx)."},
+            {"role": "user", "text": f"Please add a retry to the uploader (token {SECRET})."},
             {
                 "role": "assistant",
                 "content": "I will edit uploader.py.",
-                "toolCalls": [{"name": "edit", "input": {"path": "uploader.py"},
-                               "filePaths": ["uploader.py"]}],
+                "toolCalls": [
+                    {"name": "edit", "input": {"path": "uploader.py"}, "filePaths": ["uploader.py"]}
+                ],
                 "usage": {"inputTokens": 12000, "outputTokens": 300},
             },
             {"role": "assistant", "text": "Done: retries with backoff."},
@@ -50,7 +57,7 @@ async def test_pushed_chat_feeds_the_pipeline(start_server, workspace, reverie_e
     # the chat is kept as a transcript (0600), with the secret redacted before it is written
     transcript = reverie_env["agent_home"] / ".reverie" / "sessions" / "chat-42.jsonl"
     assert transcript.stat().st_mode & 0o777 == 0o600
-    assert "sk-abcdefghijklmnopqrstuvwx" not in transcript.read_text()
+    assert SECRET not in transcript.read_text()
     # it is listed like any other session
     listed = await s.command("reverie.server.listSessions")
     assert [r["session_id"] for r in listed["sessions"]] == ["chat-42"]
@@ -66,7 +73,7 @@ async def test_sleep_cycle_command(start_server, workspace, reverie_env):
     idle = time.time() - 15 * 60  # light sleep takes sessions idle for at least 5 minutes
     os.utime(transcript, (idle, idle))
     s = await start_server(init_options={"dreamEnabled": False})
-    job_id = (await s.command("reverie.server.sleep", {})) ["jobId"]
+    job_id = (await s.command("reverie.server.sleep", {}))["jobId"]
     assert job_id.startswith("sleep-")
     done = await s.wait_for_event(
         "reverie/jobEvent",

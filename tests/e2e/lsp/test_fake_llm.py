@@ -15,9 +15,7 @@ from .agents import SPOTTER, SPOTTER_ID, TOOL_HEAVY, append_lines, place
 
 pytestmark = pytest.mark.e2e
 
-STATE_DESCRIPTION = (
-    "_What is in progress right now: unfinished tasks and the very next steps_\n"
-)
+STATE_DESCRIPTION = "_What is in progress right now: unfinished tasks and the very next steps_\n"
 TOPIC = (
     "---\nname: Spotter search\ndescription: how spotter finds results\ntype: project\n---\n\n"
     "Spotter indexes sessions before searching.\n"
@@ -85,7 +83,7 @@ async def test_model_writes_notes_and_memory(start_server, workspace, reverie_en
             "reverie/sessionNotesUpdated", lambda e: e["sessionId"] == SPOTTER_ID, timeout=30
         )
         assert update["edited"] is True
-        notes = (await s.command("reverie.server.sessionNotes", {"sessionId": SPOTTER_ID}))
+        notes = await s.command("reverie.server.sessionNotes", {"sessionId": SPOTTER_ID})
         assert "Reviewing how spotter indexes sessions." in notes["content"]
 
         saved = await s.wait_for_event("reverie/memorySaved", timeout=30)

@@ -55,9 +55,7 @@ async def test_configuration_pull_overrides_initialization_options(start_server)
     )
     # a change notification makes the server pull again
     s.client.set_configuration({"model": "m-2"}, section="reverie")
-    s.client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings=None)
-    )
+    s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
     async def model() -> str:
         return (await s.command("reverie.server.status"))["model"]

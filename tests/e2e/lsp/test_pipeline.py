@@ -65,8 +65,9 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
     assert "complete" in types_seen and "memory_saved" in types_seen
     assert dream_start["payload"]["run_id"] == saved["runId"]
     progress = await s.wait_for(
-        lambda: (r := s.client.progress_reports.get(f"reverie/{job_id}")) and r[-1].kind == "end"
-        and r,
+        lambda: (
+            (r := s.client.progress_reports.get(f"reverie/{job_id}")) and r[-1].kind == "end" and r
+        ),
         what="dream progress end",
     )
     assert kinds(progress)[0] == "begin"
@@ -76,7 +77,8 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
 
     # the extraction was a job too, with its own progress
     sm_job = next(
-        e["jobId"] for e in s.events("reverie/jobEvent")
+        e["jobId"]
+        for e in s.events("reverie/jobEvent")
         if e["kind"] == "session_memory" and e["type"] == "complete"
     )
     sm_progress = s.client.progress_reports[f"reverie/{sm_job}"]

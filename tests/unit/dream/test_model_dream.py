@@ -33,10 +33,18 @@ async def test_model_writes_through_the_gate_into_staging(workspace: Path, tmp_p
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           ) -> None:
     outside = tmp_path / "outside.md"
+    secret = tmp_path / "other-project-notes.md"
+    secret.write_text("PRIVATE-OTHER-PROJECT")
+    paths = ProjectPaths(Settings(), workspace)
+    notes = paths.notes_path("d6e0bada-1959-4eec-a9d2-0bfade768d8f")
+    notes.parent.mkdir(parents=True)
+    notes.write_text("# Workflow\n- export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
     async with FakeLLMServer() as server:
         monkeypatch.setenv("REVERIE_BASE_URL", server.base_url)
-        memory = ProjectPaths(Settings(), workspace).memory_dir
+        memory = paths.memory_dir
         server.enqueue(
+            Step.tool("read_file", file_path=str(notes)),
+            Step.tool("read_file", file_path=str(secret)),
             Step.tool("list_dir", path=str(memory)),
             Step.tool("write_file", file_path=str(memory / "deploy.md"), content=DEPLOY),
             Step.tool("write_file", file_path="MEMORY.md",
@@ -49,9 +57,9 @@ async def test_model_writes_through_the_gate_into_staging(workspace: Path, tmp_p
             DreamRequest(workspace=workspace, manual=True, extra="focus on deploys"))
         requests = [r.json for r in server.model_requests()]
     assert result.error is None and result.ran
-    assert result.turns == 5 and result.tokens_in > 0 and result.tokens_out > 0
+    assert result.turns == 7 and result.tokens_in > 0 and result.tokens_out > 0
     assert not outside.exists()
-    assert events.of_type("denied")
+    assert len(events.of_type("denied")) == 2  # the read and the write outside the job
     text = (memory / "deploy.md").read_text()
     assert "Deployed on 2026-" in text and "yesterday" not in text  # absolute date
     assert "sk-proj-abcdefghij" not in text  # redacted before it reached memory
@@ -60,7 +68,8 @@ async def test_model_writes_through_the_gate_into_staging(workspace: Path, tmp_p
     assert check_index(memory) == []
     sent = str(requests)
     assert str(memory) in sent and ".reverie" not in sent  # staging is invisible
-    assert "focus on deploys" in sent
+    assert "focus on deploys" in sent and "PRIVATE-OTHER-PROJECT" not in sent
+    assert "export GITHUB_TOKEN=" in sent and "ghp_abcdefghij" not in sent  # read, redacted
     record = MemoryHistory(memory).runs()[0]
     assert record.tokens_in == result.tokens_in and "deploy.md" in record.added
     assert sorted(result.files_touched) == [str(memory / "MEMORY.md"), str(memory / "deploy.md")]

@@ -270,3 +270,72 @@ def test_cheap_gate_order() -> None:
     s = Settings(remote_mode=True, auto_memory_enabled=False)
     assert cheap_gate(s, manual=False, is_subagent=True) == "subagent"
     assert cheap_gate(s, manual=False, is_subagent=False) == "remote_mode"
+
+
+async def test_env_overrides_min_hours_and_interval(workspace: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVERIE_DREAM_MIN_HOURS", "1")
+    monkeypatch.setenv("REVERIE_DREAM_MIN_SESSIONS", "10")
+    monkeypatch.setenv("REVERIE_DREAM_SCAN_INTERVAL_SECONDS", "0.01")
+    memory = ProjectPaths(Settings(), workspace).memory_dir
+    memory.mkdir(parents=True)
+    lock = memory / ".consolidate-lock"
+    lock.write_text("")
+    two_hours_ago = time.time() - 2 * 3600
+    os.utime(lock, (two_hours_ago, two_hours_ago))
+    runner, _ = _runner()
+    first = await runner.run(DreamRequest(workspace=workspace))
+    assert first.skipped_reason == "session_gate"  # 2 h >= 1 h: the time gate passed
+    await asyncio.sleep(0.02)
+    second = await runner.run(DreamRequest(workspace=workspace))
+    assert second.skipped_reason == "session_gate"  # throttle interval already over
+
+
+async def test_claude_code_preset_writes_where_claude_loads_memory(
+        workspace: Path, reverie_env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVERIE_MEMORY_DIR_PRESET", "claude-code")
+    runner, _ = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    slug = "".join(c if c.isalnum() else "-" for c in str(workspace.resolve()))
+    expected = reverie_env["agent_home"] / ".claude" / "projects" / slug / "memory"
+    assert Path(result.memory_dir) == expected
+    assert (expected / "MEMORY.md").is_file()
+    # the memory dir inside Claude's project folder is not mistaken for a session
+    again = await DreamRunner(Settings()).run(DreamRequest(workspace=workspace, manual=True))
+    assert again.error is None
+
+
+async def test_broken_inputs_are_repaired_and_undoable(workspace: Path) -> None:
+    memory = ProjectPaths(Settings(), workspace).memory_dir
+    memory.mkdir(parents=True)
+    broken_index = ("# Memory\n\n- [Gone](gone.md) - deleted by hand\n"
+                    + "".join(f"pasted log line {i}\n" for i in range(230)))
+    (memory / "MEMORY.md").write_text(broken_index)
+    (memory / "notes.md").write_text("---\nname: [unclosed\n---\nkeep me\n")
+    (memory / ".consolidate-lock").write_text("not a pid\x00\xff")
+    old = time.time() - 3 * 24 * 3600
+    os.utime(memory / ".consolidate-lock", (old, old))
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.ran and result.error is None
+    problems = check_index(memory)
+    assert {p.code for p in problems if p.severity == "error"} == {"bad-front-matter"}
+    assert (memory / "notes.md").read_text() == "---\nname: [unclosed\n---\nkeep me\n"
+    index = (memory / "MEMORY.md").read_text()
+    assert "gone.md" not in index and len(index.splitlines()) <= 200
+    assert "pasted log line 229" in (memory / "index-notes.md").read_text()  # moved, not lost
+    assert events.of_type("complete")[0].payload["repairs"]
+    from reverie.memory.undo import undo_run
+
+    await undo_run(memory)
+    assert (memory / "MEMORY.md").read_text() == broken_index
+
+
+async def test_memory_dir_under_a_file_is_a_clean_error(workspace: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "plain-file").write_text("x")
+    monkeypatch.setenv("REVERIE_MEMORY_DIR", str(tmp_path / "plain-file" / "memory"))
+    runner, events = _runner()
+    result = await runner.run(DreamRequest(workspace=workspace, manual=True))
+    assert result.error and not result.ran and events.of_type("error")
+    assert (tmp_path / "plain-file").read_text() == "x"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reverie.memory.lock import ConsolidationLock, PriorRecord, lock_status, pid_alive
-from reverie.memory.session import recover_memory_dir
+from reverie.memory.session import recover_memory_dir, recover_memory_dir_detail
 
 
 def _dead_pid() -> int:
@@ -88,7 +88,8 @@ def test_dead_holder_gets_previous_time_back(tmp_path: Path) -> None:
     lock.prior_path.write_text(PriorRecord(pid=dead, prior_mtime=prior,
                                            acquired_at=time.time()).model_dump_json())
     lock.path.write_text(str(dead))  # fresh mtime: the time gate would be closed for 24 h
-    assert recover_memory_dir(tmp_path)
+    detail = recover_memory_dir_detail(tmp_path)
+    assert detail.restored_lock and not detail.completed_apply
     assert abs(lock.path.stat().st_mtime - prior) < 1e-3
     assert lock.read()[0] is None and not lock.prior_path.exists()
 

@@ -11,7 +11,11 @@ import pytest
 
 from reverie.memory.history import HistoryError, MemoryHistory
 from reverie.memory.lock import ConsolidationLock, LockBusy
-from reverie.memory.session import MemoryValidationError, MemoryWriteSession, recover_memory_dir
+from reverie.memory.session import (
+    MemoryValidationError,
+    MemoryWriteSession,
+    recover_memory_dir_detail,
+)
 from reverie.memory.store import visible_files
 from reverie.memory.transaction import Journal, MemoryTransaction, TransactionError
 from reverie.memory.undo import undo_run
@@ -218,7 +222,8 @@ def test_interrupted_apply_is_completed_by_recovery(tmp_path: Path) -> None:
     lock.path.write_text(str(dead.pid))
     prior = lock.prior_path.read_text().replace(str(os.getpid()), str(dead.pid))
     lock.prior_path.write_text(prior)
-    assert recover_memory_dir(mem)
+    detail = recover_memory_dir_detail(mem)
+    assert detail.completed_apply and not detail.restored_lock
     assert (mem / "build.md").read_text().endswith("- new\n")
     assert MemoryHistory(mem).runs()[0].run_id == "r1"
     assert not tx.journal_path.exists() and not lock.prior_path.exists()

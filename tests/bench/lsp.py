@@ -1,0 +1,425 @@
+"""Language-server benchmark: start-up, command latency idle and under load, memory.
+
+Measures, in one run, against real ``python -m reverie serve`` processes over stdio:
+
+- time from process start to the ``initialize`` response (target <= 0.5 s; median of 5 starts);
+- median and p99 latency of ``reverie.server.status`` with no jobs;
+- the same while a manual dream and a session-notes extraction run against a slow fake LLM
+  (real HTTP, every reply delayed) and a 100 MB Claude Code transcript is appended to a watched
+  session (targets: p99 under load <= 2x idle and <= 50 ms);
+- RSS of a server that watches 1 GB of transcripts, once its start-up scan has read them all
+  (target <= 200 MB; the high-water mark is printed too).
+
+Run: ``.venv/bin/python tests/bench/lsp.py`` (``--load-mb``, ``--watch-gb``, ``--keep``; data
+goes to ``tests/bench/.data/lsp/`` and is removed afterwards unless ``--keep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import logging
+
+import orjson
+import psutil
+from lsprotocol import types
+from pytest_lsp.client import LanguageClient, make_test_lsp_client
+
+from reverie.config import claude_project_slug
+from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / ".data" / "lsp"
+FIXTURES = HERE.parent / "fixtures" / "transcripts" / "claude-code"
+SMALL_SESSION = FIXTURES / "spotter-v2.1.38-tool-heavy" / "tool_heavy.jsonl"
+NOTIFICATIONS = (
+    "reverie/memorySaved",
+    "reverie/sessionNotesUpdated",
+    "reverie/jobEvent",
+    "reverie/lockChanged",
+)
+
+
+def _ingest_records():
+    """The synthetic Claude Code record stream of ``tests/bench/ingest.py``."""
+    spec = importlib.util.spec_from_file_location("reverie_bench_ingest", HERE / "ingest.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.records
+
+
+def transcript_chunks(workspace: Path, seed: int, chunk_bytes: int) -> Iterator[bytes]:
+    """Endless chunks of whole JSONL lines whose records name ``workspace`` as their cwd."""
+    records = _ingest_records()
+    cwd = str(workspace)
+    buffer: list[bytes] = []
+    size = 0
+    for record in records(seed):
+        if "cwd" in record:
+            record["cwd"] = cwd
+        line = orjson.dumps(record) + b"\n"
+        buffer.append(line)
+        size += len(line)
+        if size >= chunk_bytes:
+            yield b"".join(buffer)
+            buffer, size = [], 0
+
+
+def session_file(agent_home: Path, workspace: Path, name: str) -> Path:
+    path = agent_home / ".claude" / "projects" / claude_project_slug(str(workspace)) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_transcript(path: Path, workspace: Path, size_bytes: int, seed: int) -> None:
+    written = 0
+    with path.open("wb") as out:
+        for chunk in transcript_chunks(workspace, seed, 1 << 20):
+            out.write(chunk)
+            written += len(chunk)
+            if written >= size_bytes:
+                break
+
+
+# --- a client -------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    client: LanguageClient
+    pid: int
+    init_seconds: float
+    events: dict[str, list[Any]]
+
+    async def status(self) -> dict[str, Any]:
+        return await self.command("reverie.server.status")
+
+    async def command(self, name: str, args: dict[str, Any] | None = None) -> Any:
+        return plain(
+            await self.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=name, arguments=[args or {}])
+            )
+        )
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_session(), timeout=30)
+        finally:
+            await self.client.stop()
+
+
+async def start_server(
+    env: dict[str, str], workspace: Path, init_options: dict[str, Any] | None = None
+) -> Server:
+    client = make_test_lsp_client()
+    events: dict[str, list[Any]] = {m: [] for m in NOTIFICATIONS}
+    for method in NOTIFICATIONS:
+        client.feature(method)(_recorder(events[method]))
+    began = time.perf_counter()
+    await client.start_io(sys.executable, "-m", "reverie", "serve", env=env)
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=True),
+                workspace=types.WorkspaceClientCapabilities(configuration=False),
+            ),
+            initialization_options=init_options,
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="bench")],
+        )
+    )
+    init_seconds = time.perf_counter() - began
+    server = client._server
+    assert server is not None
+    return Server(client, server.pid, init_seconds, events)
+
+
+def plain(value: Any) -> Any:
+    """Custom payloads may arrive as namedtuples: back to JSON values."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _recorder(into: list[Any]):
+    def record(params: Any) -> None:
+        into.append(plain(params))
+
+    return record
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def sample_status(server: Server, count: int | None, until: asyncio.Event | None,
+                        pause: float) -> list[float]:
+    latencies: list[float] = []
+    while True:
+        began = time.perf_counter()
+        await server.status()
+        latencies.append((time.perf_counter() - began) * 1000)
+        if count is not None and len(latencies) >= count:
+            return latencies
+        if until is not None and until.is_set():
+            return latencies
+        await asyncio.sleep(pause)
+
+
+# --- the fake model ---------------------------------------------------------------------------
+
+
+def busy_model(request: FakeRequest) -> Step:
+    """Keeps every job busy: the dream lists its memory dir turn after turn; the notes writer
+    tries an edit that does not apply; both end after their turn budget."""
+    rounds = len(request.tool_results)
+    if "list_dir" in request.tool_names and rounds < 40:
+        memory = "/"
+        for line in request.all_text.splitlines():
+            if "memory" in line and "/" in line:
+                memory = line[line.index("/") :].split()[0].rstrip(".,:;)`'\"")
+                break
+        return Step.tool_calls(ToolCallSpec(name="list_dir", arguments={"path": memory}))
+    if request.tool_names == ["edit_file"] and rounds < 5:
+        found = re.search(r"(/\S+session_memory\.md)", request.all_text)
+        path = found.group(1) if found else "session_memory.md"
+        return Step.tool("edit_file", file_path=path, old_string="no such text",
+                         new_string="y")
+    return Step.reply("done")
+
+
+# --- the measurements -------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    init_median_s: float
+    init_min_s: float
+    idle_median_ms: float
+    idle_p99_ms: float
+    load_median_ms: float
+    load_p99_ms: float
+    load_samples: int
+    load_mb: int
+    load_seconds: float
+    jobs_seen: list[str]
+    watch_gb: float
+    rss_mb: float
+    rss_peak_mb: float
+    scan_seconds: float
+
+
+def base_env(root: Path) -> tuple[dict[str, str], Path, Path]:
+    env = dict(os.environ)
+    for name in ("REVERIE_PROVIDER", "REVERIE_MODEL", "REVERIE_BASE_URL", "REVERIE_API_KEY",
+                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(name, None)
+    home = root / "home"
+    workspace = root / "workspace"
+    for path in (home, workspace, root / "data", root / "config"):
+        path.mkdir(parents=True, exist_ok=True)
+    env.update({
+        "REVERIE_DATA_DIR": str(root / "data"),
+        "REVERIE_CONFIG_DIR": str(root / "config"),
+        "REVERIE_AGENT_HOME": str(home),
+    })
+    return env, home, workspace
+
+
+async def measure_startup(root: Path, runs: int = 5) -> list[float]:
+    env, _home, workspace = base_env(root / "startup")
+    times = []
+    for _ in range(runs):
+        server = await start_server(env, workspace)
+        times.append(server.init_seconds)
+        await server.stop()
+    return times
+
+
+async def measure_latency(root: Path, load_mb: int) -> dict[str, Any]:
+    env, home, workspace = base_env(root / "latency")
+    # generated beforehand: the client's own loop must only copy bytes while it measures
+    source = root / "latency" / "load-source.jsonl"
+    write_transcript(source, workspace, load_mb << 20, seed=7)
+    small = session_file(home, workspace, SMALL_SESSION.name)
+    small.write_text(
+        "".join(
+            (json.dumps({**r, "cwd": str(workspace)}) if "cwd" in r else json.dumps(r)) + "\n"
+            for r in (json.loads(line) for line in SMALL_SESSION.read_text().splitlines())
+        )
+    )
+    with FakeLLMServer(fallback=busy_model, slow=0.25) as fake:
+        server = await start_server(
+            env,
+            workspace,
+            {
+                "provider": "openai",
+                "model": "bench",
+                "baseUrl": fake.base_url,
+                "apiKey": "bench-key",
+                "maxRetries": 0,
+                "dreamEnabled": False,
+                "watchDebounceMs": 50,
+            },
+        )
+        try:
+            await server.status()  # start-up finished
+            idle = await sample_status(server, 300, None, 0.002)
+
+            big = session_file(home, workspace, f"{uuid.uuid4()}.jsonl")
+            done = asyncio.Event()
+
+            async def append() -> float:
+                """Copy the pre-generated transcript in ~512 KB pieces of whole lines."""
+                began = time.perf_counter()
+                with source.open("rb") as src, big.open("ab") as out:
+                    while piece := src.read(512 * 1024):
+                        out.write(piece + src.readline())
+                        out.flush()
+                        await asyncio.sleep(0.02)
+                return time.perf_counter() - began
+
+            dream = await server.command("reverie.server.dream", {"extraContext": "bench"})
+            notes = await server.command("reverie.server.updateNotes", {})
+            sampler = asyncio.create_task(sample_status(server, None, done, 0.01))
+            load_seconds = await append()
+            # keep sampling while the jobs and the tail of the transcript are still being handled
+            for _ in range(200):
+                status = await server.status()
+                if not status["runningJobs"]:
+                    break
+                await asyncio.sleep(0.05)
+            done.set()
+            loaded = await sampler
+            jobs = sorted({
+                f"{e['kind']}:{e['type']}" for e in server.events["reverie/jobEvent"]
+                if e["type"] in ("start", "complete", "error", "cancelled")
+            })
+            return {
+                "idle": idle, "load": loaded, "load_seconds": load_seconds, "jobs": jobs,
+                "dream": dream["jobId"], "notes": notes["jobId"],
+            }
+        finally:
+            await server.stop()
+
+
+async def measure_memory(root: Path, watch_gb: float) -> tuple[float, float, float]:
+    env, home, workspace = base_env(root / "memory")
+    files = max(1, round(watch_gb * 10))
+    per_file = int(watch_gb * (1 << 30) / files)
+    for n in range(files):
+        write_transcript(session_file(home, workspace, f"{uuid.uuid4()}.jsonl"), workspace,
+                         per_file, seed=100 + n)
+    server = await start_server(env, workspace, {"dreamEnabled": False, "sleepEnabled": False,
+                                                 "sessionMemoryEnabled": False})
+    try:
+        await server.status()
+        process = psutil.Process(server.pid)
+        began = time.perf_counter()
+        # the start-up scan reads every transcript once (off the event loop); wait until the
+        # process has been idle for two seconds
+        last_cpu = process.cpu_times()
+        quiet = 0.0
+        while quiet < 2.0 and time.perf_counter() - began < 900:
+            await asyncio.sleep(0.5)
+            cpu = process.cpu_times()
+            used = (cpu.user + cpu.system) - (last_cpu.user + last_cpu.system)
+            last_cpu = cpu
+            quiet = quiet + 0.5 if used < 0.05 else 0.0
+        scan_seconds = time.perf_counter() - began - quiet
+        rss = process.memory_info().rss / (1 << 20)
+        peak = _peak_rss_mb(server.pid)
+        assert (await server.status())["sessionsTracked"] == files
+        return rss, peak, scan_seconds
+    finally:
+        await server.stop()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def run(load_mb: int, watch_gb: float, root: Path) -> Report:
+    startup = await measure_startup(root)
+    latency = await measure_latency(root, load_mb)
+    rss, peak, scan = await measure_memory(root, watch_gb)
+    idle, load = latency["idle"], latency["load"]
+    return Report(
+        init_median_s=round(statistics.median(startup), 3),
+        init_min_s=round(min(startup), 3),
+        idle_median_ms=round(statistics.median(idle), 2),
+        idle_p99_ms=round(percentile(idle, 99), 2),
+        load_median_ms=round(statistics.median(load), 2),
+        load_p99_ms=round(percentile(load, 99), 2),
+        load_samples=len(load),
+        load_mb=load_mb,
+        load_seconds=round(latency["load_seconds"], 1),
+        jobs_seen=latency["jobs"],
+        watch_gb=watch_gb,
+        rss_mb=round(rss, 1),
+        rss_peak_mb=round(peak, 1),
+        scan_seconds=round(scan, 1),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load-mb", type=int, default=100)
+    parser.add_argument("--watch-gb", type=float, default=1.0)
+    parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    logging.getLogger("pytest_lsp").setLevel(logging.CRITICAL)  # the servers' logs are noise here
+    root = args.data_dir
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    try:
+        report = asyncio.run(run(args.load_mb, args.watch_gb, root))
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+        return 0
+    r = report
+    ok = lambda good: "ok" if good else "MISSED"  # noqa: E731
+    print(f"initialize response      median {r.init_median_s:.3f} s  min {r.init_min_s:.3f} s"
+          f"   target <= 0.5 s  [{ok(r.init_median_s <= 0.5)}]")
+    print(f"status idle              median {r.idle_median_ms:.2f} ms  p99 {r.idle_p99_ms:.2f} ms")
+    print(f"status under load        median {r.load_median_ms:.2f} ms  p99 {r.load_p99_ms:.2f} ms"
+          f"  ({r.load_samples} samples, {r.load_mb} MB appended in {r.load_seconds} s)")
+    within = r.load_p99_ms <= max(2 * r.idle_p99_ms, 0) and r.load_p99_ms <= 50
+    print(f"  target p99 <= 2x idle and <= 50 ms  [{ok(within)}]")
+    print(f"  jobs seen: {', '.join(r.jobs_seen)}")
+    print(f"RSS watching {r.watch_gb} GB      {r.rss_mb:.1f} MB (peak {r.rss_peak_mb:.1f} MB,"
+          f" scan {r.scan_seconds} s)   target <= 200 MB  [{ok(r.rss_mb <= 200)}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

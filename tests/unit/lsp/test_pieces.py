@@ -1,0 +1,109 @@
+"""Small server pieces: command arguments, the log handler, pushed chats, the conversation
+cache and diagnostic ranges."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from reverie.lsp.adapters import ConversationCache
+from reverie.lsp.diagnostics import line_range, notes_diagnostics
+from reverie.lsp.handlers import parse_args
+from reverie.lsp.log import ClientLogHandler
+from reverie.lsp.protocol import AppendMessagesParams, CancelJobArgs, DreamArgs, SleepArgs
+from reverie.lsp.pushed import append_pushed, read_pushed
+
+
+def test_command_arguments_one_object_or_none():
+    assert parse_args(DreamArgs, ()) == DreamArgs()
+    assert parse_args(DreamArgs, (None,)) == DreamArgs()
+    args = parse_args(DreamArgs, ({"extraContext": "focus", "logsMode": True},))
+    assert args.extra_context == "focus" and args.logs_mode is True
+    assert str(parse_args(SleepArgs, ({"date": "2026-11-28"},)).date) == "2026-11-28"
+    with pytest.raises(JsonRpcInvalidParams, match="single JSON object"):
+        parse_args(DreamArgs, ("a", "b"))
+    with pytest.raises(JsonRpcInvalidParams, match="extraContxt"):
+        parse_args(DreamArgs, ({"extraContxt": "typo"},))
+    with pytest.raises(JsonRpcInvalidParams, match="jobId"):
+        parse_args(CancelJobArgs, ({},))
+    with pytest.raises(JsonRpcInvalidParams, match="date"):
+        parse_args(SleepArgs, ({"date": "yesterday"},))
+
+
+async def test_log_handler_buffers_then_forwards_from_any_thread():
+    handler = ClientLogHandler(logging.INFO)
+    log = logging.getLogger("reverie.test.loghandler")
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        log.info("before the client is ready")
+        log.debug("below the level")
+        sent: list[types.LogMessageParams] = []
+        handler.connect(sent.append, asyncio.get_running_loop())
+        assert [p.message for p in sent] == ["reverie.test.loghandler: before the client is ready"]
+        thread = threading.Thread(target=log.warning, args=("from a worker",))
+        thread.start()
+        thread.join()
+        await asyncio.sleep(0.01)  # handed to the loop
+        assert sent[-1].type == types.MessageType.Warning
+        assert sent[-1].message.endswith("from a worker")
+    finally:
+        log.removeHandler(handler)
+
+
+def test_pushed_chat_becomes_a_private_redacted_transcript(tmp_path: Path):
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    secret = "ghp_" + "0123456789abcdefABCDEF0123456789abcd"
+    pushed = AppendMessagesParams.model_validate(
+        {
+            "sessionId": "chat/1",
+            "cwd": str(workspace),
+            "messages": [
+                {"role": "user", "text": f"use {secret}", "id": "m1"},
+                {"role": "assistant", "content": "ok", "id": "m2",
+                 "usage": {"inputTokens": 50, "outputTokens": 2}},
+            ],
+        }
+    )
+    path = append_pushed(home, pushed)
+    assert path.name == "chat_1.jsonl" and path.stat().st_mode & 0o777 == 0o600
+    assert secret not in path.read_text()
+    ref, session, messages = read_pushed(path)
+    assert ref.session_id == "chat/1" and ref.cwd == str(workspace)
+    assert [m.id for m in messages] == ["m1", "m2"] and messages[1].usage.input_tokens == 50
+    append_pushed(home, pushed.model_copy(update={"messages": pushed.messages[:1]}))
+    assert len(read_pushed(path)[2]) == 3  # appended, not replaced
+
+
+async def test_conversation_cache_reports_only_new_messages(tmp_path: Path):
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    pushed = AppendMessagesParams.model_validate(
+        {"sessionId": "c", "cwd": str(workspace),
+         "messages": [{"role": "user", "text": "one", "id": "1"}]}
+    )
+    path = append_pushed(home, pushed)
+    ref, session, messages = read_pushed(path)
+    cache = ConversationCache(size=1)
+    full, fresh = await cache.extend(ref, session, messages)
+    assert fresh and [m.id for m in full] == ["1"]
+    full, fresh = await cache.extend(ref, session, messages)  # the same report again
+    assert not fresh and len(full) == 1
+
+
+def test_line_range_and_notes_diagnostics():
+    lines = ["# Memory", "", "- [a](a.md) - x"]
+    whole = line_range(lines, 2)
+    assert (whole.start.character, whole.end.character) == (0, len(lines[2]))
+    part = line_range(lines, 2, 4, 8)
+    assert (part.start.line, part.start.character, part.end.character) == (2, 4, 8)
+    assert line_range(lines, 99).start.line == 2  # clamped to the document
+    found = notes_diagnostics("# Session Title\nnot italic\n", None)
+    assert found and all(d.source == "reverie" for d in found)
