@@ -12,7 +12,9 @@ TRANSCRIPTS = FIXTURES / "transcripts"
 
 
 @pytest.fixture(autouse=True)
-def reverie_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+def reverie_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, Path]]:
     """Point Reverie's directories at fresh temp dirs and drop any real provider settings."""
     base = tmp_path_factory.mktemp("reverie-env")
     dirs = {

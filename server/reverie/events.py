@@ -30,7 +30,7 @@ EventType = Literal[
 
 
 class JobEvent(BaseModel):
-    """One thing a job did. ``payload`` carries the type-specific details (reason, files, tokens)."""
+    """One thing a job did; ``payload`` carries the details (reason, files, tokens)."""
 
     job: JobKind
     type: EventType
