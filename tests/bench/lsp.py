@@ -280,7 +280,6 @@ async def measure_latency(root: Path, load_mb: int) -> dict[str, Any]:
                 "apiKey": "bench-key",
                 "maxRetries": 0,
                 "dreamEnabled": False,
-                "watchDebounceMs": 50,
             },
         )
         try:

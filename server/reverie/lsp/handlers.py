@@ -107,6 +107,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
         len(ls.workspace_folders()),
     )
     await ls.register_config_watch()
+    await ls.warm_up()
     try:
         await ls.start_tracking()
     finally:

@@ -214,7 +214,11 @@ class StatusResult(Wire):
 
 
 class SessionsResult(Wire):
-    """``listSessions``: the objects ``reverie sessions --json`` prints, newest first."""
+    """``listSessions``: the objects ``reverie sessions --json`` prints, newest first.
+
+    Objects that come from a CLI ``--json`` contract (sessions, lock status, history runs, undo)
+    keep that contract's snake_case keys, so one parser serves the CLI and the editor.
+    """
 
     sessions: list[dict[str, Any]]
 
@@ -225,10 +229,6 @@ class SessionNotesResult(Wire):
     #: the notes text; empty when no notes have been written yet (``exists`` false)
     content: str
     exists: bool
-
-
-class HistoryResult(Wire):
-    runs: list[dict[str, Any]]
 
 
 class CancelJobResult(Wire):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,6 +60,21 @@ _MESSAGE_TYPES = {
 }
 _LOG_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}
 SHUTDOWN_DRAIN_SECONDS = 5.0
+POPUP_REPEAT_SECONDS = 600.0
+_JOB_MODULES = (
+    "reverie.lsp.tracking",
+    "reverie.transcripts.watch",
+    "reverie.transcripts.reader",
+    "reverie.session_memory.manager",
+    "reverie.session_memory.llm_writer",
+    "reverie.llm.factory",
+    "reverie.dream.runner",
+    "reverie.memory.history",
+    "reverie.memory.undo",
+    "reverie.sleep.cycle",
+    "reverie.commands.sessions",
+    "reverie.commands.history",
+)
 
 
 @attrs.define
@@ -88,6 +104,8 @@ class ReverieLanguageServer(LanguageServer):
         self._init_options: dict[str, Any] = {}
         self._pulled: dict[str, Any] = {}
         self._last_settings_message: str | None = None
+        #: popup text -> when it was last shown
+        self._popups: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
         self.jobs = JobRegistry(
@@ -231,8 +249,13 @@ class ReverieLanguageServer(LanguageServer):
         logger.log(_LOG_LEVELS[severity], "%s", message)
         policy = self.settings.show_notifications
         allowed = _POPUP_LEVELS.get(policy, _POPUP_LEVELS["onError"])
-        if severity in allowed or (force and policy != "off"):
-            self.window_show_message(types.ShowMessageParams(type=log_type, message=message))
+        if not (severity in allowed or (force and policy != "off")):
+            return
+        now = time.monotonic()
+        if now - self._popups.get(message, -POPUP_REPEAT_SECONDS) < POPUP_REPEAT_SECONDS:
+            return  # the same failure every few minutes is one popup, not a stream of them
+        self._popups[message] = now
+        self.window_show_message(types.ShowMessageParams(type=log_type, message=message))
 
     def notify(self, method: str, payload: Wire | dict[str, Any]) -> None:
         data = payload.wire() if isinstance(payload, Wire) else payload
@@ -379,6 +402,17 @@ class ReverieLanguageServer(LanguageServer):
             folders.append(Path(self.workspace.root_path))
         return folders
 
+    async def warm_up(self) -> None:
+        """Import the job modules in a worker thread once ``initialize`` is answered, so the
+        first appended message or command does not import them on the event loop."""
+        import importlib
+
+        for name in _JOB_MODULES:
+            try:
+                await asyncio.to_thread(importlib.import_module, name)
+            except Exception:  # a part that is missing shows up when it is used
+                logger.debug("could not pre-import %s", name, exc_info=True)
+
     async def start_tracking(self) -> None:
         from reverie.lsp.tracking import WorkspaceTracker
 
@@ -438,7 +472,8 @@ class ReverieLanguageServer(LanguageServer):
         return StatusResult(
             version=__version__,
             pid=os.getpid(),
-            workspace_folders=[str(f.resolve()) for f in self.workspace_folders()],
+            workspace_folders=[str(t.folder) for t in trackers]
+            or [str(f) for f in self.workspace_folders()],
             sessions_tracked=sum(t.sessions_tracked() for t in trackers),
             current_session=current,
             running_jobs=[j.info() for j in self.jobs.running()],

@@ -11,6 +11,11 @@ recovery while the consolidation lock is held.
 Each run is one commit whose tree is the memory dir after the run and whose parent is the memory
 dir before it. Edits made by hand between runs are recorded first as a separate ``edit`` commit,
 so "before this run" is always exact and a deleted topic file is always recoverable.
+
+Retention (``prune``) drops runs older than a cutoff without losing memory: the newest dropped
+commit's tree becomes a parentless ``edit`` commit (the baseline) and the kept commits are
+re-created on top of it with the same trees and messages, so run ids, times, sources, file
+lists, diffs and undo of every kept run stay as they were; only commit ids change.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from pathlib import Path
 from typing import Literal
 
 from dulwich.diff_tree import tree_changes
+from dulwich.gc import find_reachable_objects
 from dulwich.index import commit_tree
-from dulwich.object_store import iter_tree_contents
+from dulwich.object_store import DiskObjectStore, iter_tree_contents
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.patch import write_tree_diff
 from dulwich.refs import Ref
@@ -42,6 +48,7 @@ RunSource = Literal["auto", "manual", "sleep", "undo", "edit"]
 REF = Ref(b"refs/heads/memory")
 _AUTHOR = b"Reverie <reverie@localhost>"
 _FILE_MODE = 0o100644
+_HEX = frozenset("0123456789abcdef")
 
 
 class RunRecord(BaseModel):
@@ -285,6 +292,107 @@ class MemoryHistory:
                     blob = repo[entry.sha]
                     return blob.as_raw_string() if isinstance(blob, Blob) else None
         return None
+
+
+    # --- retention -----------------------------------------------------------------------
+    def prune(self, before: datetime) -> tuple[int, int]:
+        """Drop the runs recorded before ``before``; returns (runs removed, bytes reclaimed).
+
+        The memory is never lost: the newest dropped commit's tree becomes a parentless
+        baseline (an ``edit`` record, hidden from ``runs()``) under the oldest kept run, so
+        undoing any kept run still restores its exact "before". ``edit`` records are not
+        counted as runs. Crash-safe: new commits are written first, the ref moves atomically
+        (compare-and-swap) last, and only then are unreachable loose objects deleted; a kill
+        at any point leaves a valid history, and the next prune deletes what a kill left.
+        Call under the consolidation lock (it refuses while an interrupted apply is pending).
+        """
+        if not self.exists():
+            return 0, 0
+        if (state_dir(self.memory_dir) / "journal.json").exists():
+            raise HistoryError("an interrupted memory apply is pending; not pruning history")
+        with self._repo() as repo:
+            removed = self._drop_older_than(repo, before.timestamp())
+            freed = self._delete_unreachable(repo)
+        if removed or freed:
+            logger.info("pruned %d memory runs before %s (%d bytes) in %s",
+                        removed, before.isoformat(), freed, self.git_dir)
+        return removed, freed
+
+    def _drop_older_than(self, repo: Repo, cutoff: float) -> int:
+        """Rewrite the chain without the commits older than ``cutoff``; the runs dropped."""
+        head = repo.refs[REF] if REF in repo.refs else None
+        if head is None:
+            return 0
+        chain: list[Commit] = []  # newest first, along first parents
+        current: ObjectID | None = head
+        while current is not None:
+            commit = repo[current]
+            assert isinstance(commit, Commit)
+            chain.append(commit)
+            current = commit.parents[0] if commit.parents else None
+        split = next((i for i, c in enumerate(chain) if _moment(c) < cutoff), None)
+        if split is None:
+            return 0
+        kept, dropped = chain[:split], chain[split:]
+        newest_dropped = dropped[0]
+        if len(dropped) == 1 and not newest_dropped.parents and not _is_run(newest_dropped):
+            return 0  # only the baseline (or a first hand-edit snapshot) is that old
+        runs = sum(1 for c in dropped if _is_run(c))
+        at = datetime.fromtimestamp(_moment(newest_dropped), UTC)
+        added, _, _ = self._diff(repo, None, ObjectID(newest_dropped.tree))
+        baseline = RunRecord(
+            run_id=new_run_id(at), at=at, source="edit", added=added,
+            summary=f"baseline: the memory as of {at.isoformat()}; older runs were pruned",
+        )
+        parent = self._make_commit(repo, ObjectID(newest_dropped.tree), None, baseline)
+        for commit in reversed(kept):
+            copy = commit.copy()
+            assert isinstance(copy, Commit)
+            copy.parents = [parent]
+            repo.object_store.add_object(copy)
+            parent = copy.id
+        if not repo.refs.set_if_equals(REF, head, parent):
+            raise HistoryError("memory history moved while pruning")
+        return runs
+
+    def _delete_unreachable(self, repo: Repo) -> int:
+        """Delete loose objects no ref reaches; the bytes freed on disk.
+
+        Packed objects (only present if someone ran ``git gc`` by hand) are left alone.
+        """
+        store = repo.object_store
+        if not isinstance(store, DiskObjectStore):
+            return 0
+        reachable = find_reachable_objects(store, repo.refs)
+        freed = 0
+        objects_dir = self.git_dir / "objects"
+        for fan_out in sorted(objects_dir.iterdir()):
+            if len(fan_out.name) != 2 or not _HEX.issuperset(fan_out.name):
+                continue  # "info", "pack"
+            for path in sorted(fan_out.iterdir()):
+                sha = ObjectID((fan_out.name + path.name).encode("ascii", "replace"))
+                if len(sha) != 40 or not _HEX.issuperset(sha.decode()) or sha in reachable:
+                    continue
+                try:
+                    size = path.stat().st_size
+                    store.delete_loose_object(sha)
+                except OSError as exc:
+                    logger.warning("could not delete unreachable object %s: %s", path, exc)
+                    continue
+                freed += size
+        return freed
+
+
+def _moment(commit: Commit) -> float:
+    """When a commit's run happened (the record's time; the commit time for foreign ones)."""
+    record = _parse_record(commit)
+    return record.at.timestamp() if record is not None else float(commit.commit_time)
+
+
+def _is_run(commit: Commit) -> bool:
+    """A run ``reverie history`` lists (not a hand-edit snapshot or a foreign commit)."""
+    record = _parse_record(commit)
+    return record is not None and record.source != "edit"
 
 
 def _parse_record(commit: Commit) -> RunRecord | None:

@@ -20,10 +20,12 @@ from pathlib import Path
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, JobEvent, discard_events
 from reverie.llm.types import ModelClient
+from reverie.memory.history import MemoryHistory
+from reverie.memory.lock import ConsolidationLock
 from reverie.memory.transaction import TransactionError
 from reverie.sleep.deep import DeepResult, SessionInput, deep_sleep_offline, deep_sleep_with_model
 from reverie.sleep.entries import load_entries
-from reverie.sleep.housekeeping import run_housekeeping
+from reverie.sleep.housekeeping import HistoryPruner, run_housekeeping
 from reverie.sleep.journal import journal_path, render_journal, write_journal
 from reverie.sleep.light import select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
@@ -52,6 +54,28 @@ def _cancelled() -> bool:
 
 def local_now() -> datetime:
     return datetime.now().astimezone()
+
+
+def history_pruner(settings: Settings, memory_dir: Path) -> HistoryPruner | None:
+    """The memory history's pruner for housekeeping; ``None`` when retention is off
+    (``history_retention_days <= 0`` keeps every run) or nothing was recorded yet."""
+    history = MemoryHistory(memory_dir)
+    if settings.history_retention_days <= 0 or not history.exists():
+        return None
+
+    def prune(before: datetime) -> tuple[int, int]:
+        # REM has released the lock by now: take it again so a dream cannot interleave, then
+        # roll it back, because pruning is not a consolidation and must not reset the time gate.
+        lock = ConsolidationLock(memory_dir)
+        if not lock.try_acquire():
+            logger.info("memory history not pruned: %s is being consolidated", memory_dir)
+            return 0, 0
+        try:
+            return history.prune(before)
+        finally:
+            lock.rollback()
+
+    return prune
 
 
 class SleepCycle:
@@ -250,6 +274,7 @@ class SleepCycle:
     ) -> None:
         result = await asyncio.to_thread(
             run_housekeeping, paths, self.settings, now, transcripts=refs,
+            prune_history=history_pruner(self.settings, paths.memory_dir),
         )
         report.housekeeping = result
         span.set("bytes_reclaimed", result.bytes_reclaimed)

@@ -209,3 +209,34 @@ def test_broken_memory_index_shows_in_problems_panel(
     finally:
         shot(page, artifacts, "06-problems-panel")
     expect(problems.locator(".monaco-list-row", has_text="MEMORY.md").first).to_be_visible()
+
+
+def test_server_crash_is_reported_once_and_restart_recovers(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    import psutil
+    from playwright.sync_api import expect
+
+    run_command(page, "Notifications: Clear All Notifications")
+    servers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.info["cmdline"]
+        and p.info["cmdline"][-3:] == ["--log-level", "debug", "serve"][-3:]
+        and "reverie" in p.info["cmdline"]
+    ]
+    assert len(servers) == 1, [p.info["cmdline"] for p in servers]
+    servers[0].kill()
+
+    status = page.locator(".statusbar-item", has_text="Reverie").first
+    expect(status).to_contain_text("stopped", timeout=20_000)
+    centre = notification_centre(page)
+    crashed = centre.locator(".notification-list-item", has_text="stopped unexpectedly")
+    expect(crashed.first).to_be_visible()
+    time.sleep(2)  # a restart loop would have produced more messages (or a new server) by now
+    assert crashed.count() == 1, centre.inner_text()
+    shot(page, artifacts, "07-server-crashed")
+
+    crashed.first.locator(".monaco-button", has_text="Restart").click()
+    expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
+    expect(status).not_to_contain_text("stopped")
