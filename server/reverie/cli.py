@@ -9,9 +9,15 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reverie import __version__
+
+if TYPE_CHECKING:
+    from reverie.config import Settings
+    from reverie.events import JobEvent
 
 #: sub-command name -> module under reverie.commands exposing ``add_arguments`` and ``run``.
 COMMANDS: dict[str, str] = {
@@ -82,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(run(args) or 0)
+    except CommandError as exc:
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -92,3 +100,47 @@ def fail(message: str, code: int = 1) -> int:
     """Print a one-line error on stderr and return the exit code."""
     print(f"reverie: {message}", file=sys.stderr)
     return code
+
+
+class CommandError(Exception):
+    """A one-line error for the user: ``main`` prints it on stderr and exits 1."""
+
+
+def load_settings() -> Settings:
+    """The settings from the environment, or a ``CommandError`` naming the bad value."""
+    from pydantic import ValidationError
+
+    from reverie.config import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "REVERIE_" + "_".join(str(part) for part in first["loc"]).upper()
+        raise CommandError(f"invalid setting {name}: {first['msg']}") from None
+
+
+def add_workspace_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--workspace DIR`` option every project-scoped sub-command takes."""
+    parser.add_argument(
+        "--workspace", type=Path, default=None,
+        help="the project folder (default: the current directory)",
+    )
+
+
+def resolve_workspace(args: argparse.Namespace) -> Path:
+    """``--workspace`` (or the current directory), resolved; it must be a directory."""
+    workspace: Path = (args.workspace or Path.cwd()).expanduser().resolve()
+    if not workspace.is_dir():
+        raise CommandError(f"workspace is not a directory: {workspace}")
+    return workspace
+
+
+def job_event_logger(logger: logging.Logger) -> Callable[[JobEvent], None]:
+    """An ``EventSink`` that logs a job's events (stderr, at the ``--log-level`` chosen)."""
+
+    def log_event(event: JobEvent) -> None:
+        level = logging.WARNING if event.type == "error" else logging.INFO
+        logger.log(level, "%s %s: %s", event.job, event.type, event.message)
+
+    return log_event

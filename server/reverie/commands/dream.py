@@ -12,20 +12,20 @@ import argparse
 import asyncio
 import json
 import logging
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
-from reverie.config import Settings
-from reverie.events import JobEvent
+from reverie.cli import (
+    add_workspace_argument,
+    fail,
+    job_event_logger,
+    load_settings,
+    resolve_workspace,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=None,
-                        help="the project (default: the current directory)")
+    add_workspace_argument(parser)
     parser.add_argument("--manual", action="store_true",
                         help="run now, bypassing the time, throttle and session gates")
     parser.add_argument("--extra", default="", metavar="TEXT",
@@ -35,20 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _log_event(event: JobEvent) -> None:
-    level = logging.WARNING if event.type == "error" else logging.INFO
-    logger.log(level, "dream %s: %s", event.type, event.message)
-
-
 def run(args: argparse.Namespace) -> int:
     from reverie.dream.runner import DreamRequest, DreamRunner
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
-    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
-    runner = DreamRunner(settings, _log_event)
+    settings = load_settings()
+    workspace = resolve_workspace(args)
+    runner = DreamRunner(settings, job_event_logger(logger))
     request = DreamRequest(workspace=workspace, manual=args.manual, extra=args.extra,
                            logs=args.logs)
     result = asyncio.run(runner.run(request))

@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
-from reverie.config import ProjectPaths, Settings
+from reverie.cli import add_workspace_argument, fail, load_settings, resolve_workspace
+from reverie.config import ProjectPaths
 from reverie.memory.history import RunRecord
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=None,
-                        help="the project (default: the current directory)")
+    add_workspace_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the runs as JSON")
     parser.add_argument("--diff", nargs="?", const="", default=None, metavar="RUN_ID",
                         help="print the unified diff of a run (default: the latest)")
@@ -57,11 +53,8 @@ def format_run(record: RunRecord) -> str:
 def run(args: argparse.Namespace) -> int:
     from reverie.memory.history import HistoryError, MemoryHistory
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
-    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    settings = load_settings()
+    workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     history = MemoryHistory(memory_dir)
     try:

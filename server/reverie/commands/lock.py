@@ -11,17 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
-from reverie.config import ProjectPaths, Settings
+from reverie.cli import add_workspace_argument, fail, load_settings, resolve_workspace
+from reverie.config import ProjectPaths
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=None,
-                        help="the project (default: the current directory)")
+    add_workspace_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
 
 
@@ -31,11 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from reverie.memory.transaction import TransactionError
     from reverie.transcripts.discovery import current_session, sessions_touched_since
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
-    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    settings = load_settings()
+    workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
         recover_memory_dir(memory_dir)

@@ -13,11 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
-from reverie.config import Settings
-from reverie.events import JobEvent
+from reverie.cli import fail, job_event_logger, load_settings
 
 logger = logging.getLogger(__name__)
 
@@ -36,20 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def _log_event(event: JobEvent) -> None:
-    level = logging.WARNING if event.type == "error" else logging.INFO
-    logger.log(level, "session_memory %s: %s", event.type, event.message)
-
-
 def run(args: argparse.Namespace) -> int:
     from reverie.session_memory.manager import SessionMemoryManager
     from reverie.transcripts.discovery import current_session, discover_sessions
     from reverie.transcripts.reader import TranscriptError, load_transcript
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
+    settings = load_settings()
     workspace_arg = args.workspace.expanduser().resolve() if args.workspace else None
     search_root = workspace_arg or Path.cwd().resolve()
 
@@ -79,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     async def go() -> int:
-        manager = SessionMemoryManager(settings, _log_event)
+        manager = SessionMemoryManager(settings, job_event_logger(logger))
         result = await manager.extract(
             session, transcript.messages, workspace, force=args.force
         )

@@ -13,8 +13,7 @@ from typing import Any
 
 import orjson
 
-from reverie.cli import fail
-from reverie.config import Settings
+from reverie.cli import add_workspace_argument, load_settings, resolve_workspace
 from reverie.transcripts.discovery import SessionRef, discover_sessions
 from reverie.transcripts.model import Transcript
 from reverie.transcripts.reader import TranscriptError, load_sessions
@@ -22,8 +21,7 @@ from reverie.transcripts.tokens import context_tokens
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=None,
-                        help="the workspace folder (default: the current directory)")
+    add_workspace_argument(parser)
     parser.add_argument("--agent-home", type=Path, default=None,
                         help="where the agents keep their data (default: REVERIE_AGENT_HOME, "
                              "else your home)")
@@ -61,11 +59,9 @@ def _transcript(ref: SessionRef, loaded: dict[Path, dict[str, Transcript]]) -> T
 
 
 def run(args: argparse.Namespace) -> int:
-    workspace = (args.workspace or Path.cwd()).expanduser()
-    if not workspace.is_dir():
-        return fail(f"workspace is not a directory: {workspace}")
-    agent_home = (args.agent_home or Settings().agent_home).expanduser()
-    rows = session_rows(workspace.resolve(), agent_home)
+    workspace = resolve_workspace(args)
+    agent_home = (args.agent_home or load_settings().agent_home).expanduser()
+    rows = session_rows(workspace, agent_home)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()

@@ -6,18 +6,13 @@ import argparse
 import asyncio
 import json
 from datetime import date
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
-from reverie.config import Settings
+from reverie.cli import add_workspace_argument, fail, load_settings, resolve_workspace
 from reverie.sleep.models import SleepReport
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", type=Path, default=Path.cwd(),
-                        help="the workspace whose sessions to review (default: current dir)")
+    add_workspace_argument(parser)
     parser.add_argument("--date", help="review date YYYY-MM-DD (default: today)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -54,19 +49,14 @@ def run(args: argparse.Namespace) -> int:
     from reverie.llm.errors import LLMError
     from reverie.sleep.cycle import SleepCycle
 
-    workspace = args.workspace.expanduser().resolve()
-    if not workspace.is_dir():
-        return fail(f"workspace {workspace} is not a directory")
+    workspace = resolve_workspace(args)
     review_date = None
     if args.date:
         try:
             review_date = date.fromisoformat(args.date)
         except ValueError:
             return fail(f"--date must be YYYY-MM-DD, got {args.date!r}")
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
+    settings = load_settings()
     try:
         report = asyncio.run(SleepCycle(settings).run(workspace, review_date))
     except LLMError as exc:

@@ -8,20 +8,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from reverie.cli import fail
+from reverie.cli import add_workspace_argument, fail, load_settings, resolve_workspace
 from reverie.commands.history import format_run, run_json
-from reverie.config import ProjectPaths, Settings
+from reverie.config import ProjectPaths
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID",
                         help="the run to undo (an id or unique prefix; default: the latest)")
-    parser.add_argument("--workspace", type=Path, default=None,
-                        help="the project (default: the current directory)")
+    add_workspace_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the undo run as JSON")
 
 
@@ -31,11 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from reverie.memory.transaction import TransactionError
     from reverie.memory.undo import undo_run
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        return fail(f"invalid settings: {exc.errors()[0]['msg']}")
-    workspace = (args.workspace or Path.cwd()).expanduser().resolve()
+    settings = load_settings()
+    workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
         result = asyncio.run(undo_run(memory_dir, args.run_id))
