@@ -3,19 +3,20 @@
 # from npm, the Python Playwright driver) and builds the extension's .vsix.
 #
 # Idempotent: on a warm machine every install step is a cheap check, and only `npm run package`
-# (lint, type-check, bundle, vendor the server, vsce) runs again. See
-# ../docs/user-guide.md#developing and /work/shared/notes/real-client-feasibility.md for the why of
-# each workaround (offline ripgrep, npx prompt, native builds as root).
+# (lint, type-check, bundle, vendor the server, vsce) runs again, and vendoring is skipped when
+# the server sources did not change. Each workaround needed offline (ripgrep from Debian instead
+# of GitHub, no npx prompt, native builds as root) is explained where it is applied.
 #
 # Environment:
 #   REVERIE_EDITORS_CACHE  where code-server lives (default: .ci-cache/editors in the repo)
 #   PYTHON                 the interpreter that gets Playwright and vendors the server
 #                          (default: python3, i.e. the active virtualenv in .ci/run)
 set -euo pipefail
+# an absolute interpreter path, resolved before leaving the caller's directory
+PYTHON=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CACHE=${REVERIE_EDITORS_CACHE:-$ROOT/.ci-cache/editors}
-PYTHON=${PYTHON:-python3}
 CODE_SERVER_VERSION=4.100.3
 PLAYWRIGHT_VERSION=1.65.2
 RIPGREP_PKG_VERSION=1.15.11   # the @vscode/ripgrep version code-server 4.100.3 depends on
@@ -87,5 +88,5 @@ else
   log "npm ci: lock unchanged, node_modules kept"
 fi
 log "npm run package"
-REVERIE_BUNDLE_PYTHON="$PYTHON" npm run --silent package
+REVERIE_BUNDLE_PYTHON="$PYTHON" npm run --silent package | grep -v -e '^[ ├│└]' -e '^$' -e 'vsce ls --tree'
 log "done: $(ls "$ROOT"/vscode-client/reverie-*.vsix)"

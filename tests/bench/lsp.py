@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
@@ -31,8 +32,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-import logging
 
 import orjson
 import psutil
@@ -173,8 +172,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def sample_status(server: Server, count: int | None, until: asyncio.Event | None,
-                        pause: float) -> list[float]:
+async def sample_status(
+    server: Server, count: int | None, until: asyncio.Event | None, pause: float
+) -> list[float]:
     latencies: list[float] = []
     while True:
         began = time.perf_counter()
@@ -204,8 +204,7 @@ def busy_model(request: FakeRequest) -> Step:
     if request.tool_names == ["edit_file"] and rounds < 5:
         found = re.search(r"(/\S+session_memory\.md)", request.all_text)
         path = found.group(1) if found else "session_memory.md"
-        return Step.tool("edit_file", file_path=path, old_string="no such text",
-                         new_string="y")
+        return Step.tool("edit_file", file_path=path, old_string="no such text", new_string="y")
     return Step.reply("done")
 
 
@@ -232,18 +231,26 @@ class Report:
 
 def base_env(root: Path) -> tuple[dict[str, str], Path, Path]:
     env = dict(os.environ)
-    for name in ("REVERIE_PROVIDER", "REVERIE_MODEL", "REVERIE_BASE_URL", "REVERIE_API_KEY",
-                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for name in (
+        "REVERIE_PROVIDER",
+        "REVERIE_MODEL",
+        "REVERIE_BASE_URL",
+        "REVERIE_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+    ):
         env.pop(name, None)
     home = root / "home"
     workspace = root / "workspace"
     for path in (home, workspace, root / "data", root / "config"):
         path.mkdir(parents=True, exist_ok=True)
-    env.update({
-        "REVERIE_DATA_DIR": str(root / "data"),
-        "REVERIE_CONFIG_DIR": str(root / "config"),
-        "REVERIE_AGENT_HOME": str(home),
-    })
+    env.update(
+        {
+            "REVERIE_DATA_DIR": str(root / "data"),
+            "REVERIE_CONFIG_DIR": str(root / "config"),
+            "REVERIE_AGENT_HOME": str(home),
+        }
+    )
     return env, home, workspace
 
 
@@ -311,13 +318,20 @@ async def measure_latency(root: Path, load_mb: int) -> dict[str, Any]:
                 await asyncio.sleep(0.05)
             done.set()
             loaded = await sampler
-            jobs = sorted({
-                f"{e['kind']}:{e['type']}" for e in server.events["reverie/jobEvent"]
-                if e["type"] in ("start", "complete", "error", "cancelled")
-            })
+            jobs = sorted(
+                {
+                    f"{e['kind']}:{e['type']}"
+                    for e in server.events["reverie/jobEvent"]
+                    if e["type"] in ("start", "complete", "error", "cancelled")
+                }
+            )
             return {
-                "idle": idle, "load": loaded, "load_seconds": load_seconds, "jobs": jobs,
-                "dream": dream["jobId"], "notes": notes["jobId"],
+                "idle": idle,
+                "load": loaded,
+                "load_seconds": load_seconds,
+                "jobs": jobs,
+                "dream": dream["jobId"],
+                "notes": notes["jobId"],
             }
         finally:
             await server.stop()
@@ -328,10 +342,17 @@ async def measure_memory(root: Path, watch_gb: float) -> tuple[float, float, flo
     files = max(1, round(watch_gb * 10))
     per_file = int(watch_gb * (1 << 30) / files)
     for n in range(files):
-        write_transcript(session_file(home, workspace, f"{uuid.uuid4()}.jsonl"), workspace,
-                         per_file, seed=100 + n)
-    server = await start_server(env, workspace, {"dreamEnabled": False, "sleepEnabled": False,
-                                                 "sessionMemoryEnabled": False})
+        write_transcript(
+            session_file(home, workspace, f"{uuid.uuid4()}.jsonl"),
+            workspace,
+            per_file,
+            seed=100 + n,
+        )
+    server = await start_server(
+        env,
+        workspace,
+        {"dreamEnabled": False, "sleepEnabled": False, "sessionMemoryEnabled": False},
+    )
     try:
         await server.status()
         process = psutil.Process(server.pid)
@@ -407,16 +428,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     r = report
     ok = lambda good: "ok" if good else "MISSED"  # noqa: E731
-    print(f"initialize response      median {r.init_median_s:.3f} s  min {r.init_min_s:.3f} s"
-          f"   target <= 0.5 s  [{ok(r.init_median_s <= 0.5)}]")
+    print(
+        f"initialize response      median {r.init_median_s:.3f} s  min {r.init_min_s:.3f} s"
+        f"   target <= 0.5 s  [{ok(r.init_median_s <= 0.5)}]"
+    )
     print(f"status idle              median {r.idle_median_ms:.2f} ms  p99 {r.idle_p99_ms:.2f} ms")
-    print(f"status under load        median {r.load_median_ms:.2f} ms  p99 {r.load_p99_ms:.2f} ms"
-          f"  ({r.load_samples} samples, {r.load_mb} MB appended in {r.load_seconds} s)")
+    print(
+        f"status under load        median {r.load_median_ms:.2f} ms  p99 {r.load_p99_ms:.2f} ms"
+        f"  ({r.load_samples} samples, {r.load_mb} MB appended in {r.load_seconds} s)"
+    )
     within = r.load_p99_ms <= max(2 * r.idle_p99_ms, 0) and r.load_p99_ms <= 50
     print(f"  target p99 <= 2x idle and <= 50 ms  [{ok(within)}]")
     print(f"  jobs seen: {', '.join(r.jobs_seen)}")
-    print(f"RSS watching {r.watch_gb} GB      {r.rss_mb:.1f} MB (peak {r.rss_peak_mb:.1f} MB,"
-          f" scan {r.scan_seconds} s)   target <= 200 MB  [{ok(r.rss_mb <= 200)}]")
+    print(
+        f"RSS watching {r.watch_gb} GB      {r.rss_mb:.1f} MB (peak {r.rss_peak_mb:.1f} MB,"
+        f" scan {r.scan_seconds} s)   target <= 200 MB  [{ok(r.rss_mb <= 200)}]"
+    )
     return 0
 
 

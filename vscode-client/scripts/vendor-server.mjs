@@ -10,6 +10,7 @@
 // Python, so every folder holds the same pins. The .vsix is therefore platform-specific
 // (vsce --target, see vsix.mjs) but covers every supported CPython minor version.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +32,33 @@ function pip(args, options = {}) {
 }
 
 const started = Date.now();
+
+// Skip the work when nothing that goes into the bundle changed (warm CI machines).
+function sourceDigest() {
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify([python, pythonVersions, execFileSync(python, ['-VV'], { encoding: 'utf-8' })]));
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory() && entry.name !== '__pycache__') {
+        walk(full);
+      } else if (entry.isFile() && !entry.name.endsWith('.pyc')) {
+        hash.update(path.relative(repo, full)).update(fs.readFileSync(full));
+      }
+    }
+  };
+  hash.update(fs.readFileSync(path.join(repo, 'pyproject.toml')));
+  walk(path.join(repo, 'server'));
+  return hash.digest('hex');
+}
+const digest = sourceDigest();
+const stampPath = path.join(client, 'bundled', '.source-digest');
+if (!process.env.REVERIE_BUNDLE_FORCE && fs.existsSync(stampPath) && fs.readFileSync(stampPath, 'utf-8') === digest) {
+  console.log('vendor: server sources unchanged, bundled/libs kept (REVERIE_BUNDLE_FORCE=1 rebuilds)');
+  process.exit(0);
+}
 fs.rmSync(libs, { recursive: true, force: true });
+fs.rmSync(stampPath, { force: true });
 fs.rmSync(work, { recursive: true, force: true });
 fs.mkdirSync(work, { recursive: true });
 
@@ -86,12 +113,18 @@ if (!bundled.includes(`cp${major}${minor}`)) {
 for (const dir of fs.readdirSync(libs)) {
   fs.rmSync(path.join(libs, dir, 'bin'), { recursive: true, force: true });
 }
+for (const entry of fs.readdirSync(libs, { recursive: true, withFileTypes: true })) {
+  if (entry.isDirectory() && entry.name === '__pycache__') {
+    fs.rmSync(path.join(entry.parentPath ?? entry.path, entry.name), { recursive: true, force: true });
+  }
+}
 fs.writeFileSync(path.join(libs, 'MANIFEST.json'), JSON.stringify({
   platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure, compiled,
 }, null, 2) + '\n');
 fs.rmSync(work, { recursive: true, force: true });
 
 // 5. Smoke test: the bundled server imports with the building interpreter.
-execFileSync(python, ['-I', '-c', 'import sys; sys.path[:0] = sys.argv[1:]; import reverie.cli, pydantic_core, orjson, watchfiles, pygls',
+execFileSync(python, ['-I', '-B', '-c', 'import sys; sys.path[:0] = sys.argv[1:]; import reverie.cli, pydantic_core, orjson, watchfiles, pygls',
   path.join(libs, `cp${major}${minor}`), path.join(libs, 'py')], { stdio: 'inherit' });
+fs.writeFileSync(stampPath, digest); // only once the smoke test passed
 console.log(`vendor: ${pure.length} pure + ${compiled.length} compiled packages for ${bundled.join(', ')} in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -205,7 +205,10 @@ export class ReverieServer implements vscode.Disposable {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => {
           if (!this.stopping) {
+            const dead = this.client;
             this.client = undefined;
+            // Release the dead client once its close handling is over; never restart it here.
+            setTimeout(() => void dead?.dispose().catch(() => undefined), 0);
             this.fail('The Reverie server stopped unexpectedly.', false);
           }
           return { action: CloseAction.DoNotRestart, handled: true };

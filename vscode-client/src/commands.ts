@@ -110,8 +110,24 @@ export async function undoRun(ctx: CommandContext, runId?: string | null): Promi
   void vscode.window.showInformationMessage(message);
 }
 
+/**
+ * The history, with the before/after contents of one run when the server offers them
+ * (`runId` + `withContents`); a server without those arguments gets the plain request.
+ */
+async function historyFor(ctx: CommandContext, runId?: string | null): Promise<HistoryRun[]> {
+  if (runId) {
+    try {
+      const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), runId, withContents: true });
+      return runs;
+    } catch (error) {
+      ctx.log.debug(`history with contents unavailable: ${String(error)}`);
+    }
+  }
+  return (await ctx.server.execute<HistoryResult>(ServerCommands.history, workspaceArg())).runs;
+}
+
 export async function showRunDiff(ctx: CommandContext, runId?: string | null): Promise<void> {
-  const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, workspaceArg());
+  const runs = await historyFor(ctx, runId);
   const run = runId ? runs.find((r) => String(field(r, 'runId') ?? field(r, 'id')) === runId) : runs[0];
   if (!run) {
     void vscode.window.showInformationMessage('Reverie: that run is not in the memory history.');
@@ -201,7 +217,8 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
         title: 'Reverie: memory history', placeHolder: 'Pick a run to see what it changed', matchOnDetail: true,
       });
       if (picked) {
-        await ctx.history.show(picked.run);
+        const runId = field<string>(picked.run, 'runId') ?? field<string>(picked.run, 'id');
+        await (runId ? showRunDiff(ctx, runId) : ctx.history.show(picked.run));
       }
     }),
     register(Commands.undoLastDream, 'Undo Last Dream', async () => {

@@ -32,10 +32,11 @@ export class HistoryDocuments implements vscode.TextDocumentContentProvider {
     const runId = String(field(run, 'runId') ?? field(run, 'id') ?? 'run');
     const changes = fileChanges(run);
     if (changes.length === 0) {
+      // The server gave no file contents for this run: show its unified diff, else a summary.
       const patch = field<string>(run, 'diff') ?? field<string>(run, 'patch');
       const uri = typeof patch === 'string'
         ? this.put(runId, 'run', `${runId}.diff`, patch)
-        : this.put(runId, 'run', `${runId}.json`, JSON.stringify(run, null, 2));
+        : this.put(runId, 'run', `${runId}.md`, runSummary(runId, run));
       const doc = await vscode.workspace.openTextDocument(uri);
       await vscode.window.showTextDocument(doc, { preview: true });
       return;
@@ -68,4 +69,25 @@ function fileChanges(run: HistoryRun): FileChange[] {
     }
   }
   return out;
+}
+
+function runSummary(runId: string, run: HistoryRun): string {
+  const list = (name: string): string[] => {
+    const value = field<unknown>(run, name);
+    return Array.isArray(value) ? value.map(String) : [];
+  };
+  const lines = [`# Reverie run ${runId}`, ''];
+  const when = field<string>(run, 'at');
+  lines.push(`- source: ${String(field(run, 'source') ?? 'unknown')}${when ? `, ${when}` : ''}`);
+  for (const kind of ['added', 'changed', 'removed']) {
+    const files = list(kind);
+    if (files.length) {
+      lines.push(`- ${kind}: ${files.map((f) => `\`${f}\``).join(', ')}`);
+    }
+  }
+  const summary = field<string>(run, 'summary');
+  if (summary) {
+    lines.push('', summary);
+  }
+  return lines.join('\n') + '\n';
 }

@@ -70,7 +70,7 @@ export async function chooseInterpreter(resource?: vscode.Uri): Promise<Interpre
       // fall through to the default
     }
   }
-  return { command: 'python3', source: 'default' };
+  return { command: process.platform === 'win32' ? 'python' : 'python3', source: 'default' };
 }
 
 function expandVariables(value: string, resource?: vscode.Uri): string {

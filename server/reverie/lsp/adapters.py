@@ -87,12 +87,9 @@ class ConversationCache:
 def _load_session(ref: SessionRef) -> tuple[Session, list[Message]]:
     from reverie.transcripts.reader import load_transcript
 
-    transcript = load_transcript(ref.path)
-    messages = transcript.messages
-    session = transcript.session
-    if session.id != ref.session_id:  # one file, many sessions (Aider): keep the ref's identity
-        session = session.model_copy(update={"id": ref.session_id})
-    return session, messages
+    # one file can hold many sessions (Aider): read the ref's own
+    transcript = load_transcript(ref.path, session_id=ref.session_id)
+    return transcript.session, transcript.messages
 
 
 def _load_messages(ref: SessionRef) -> list[Message]:
@@ -111,27 +108,37 @@ def session_memory_sink(
 ) -> Callable[[JobEvent], None]:
     """The manager's ``EventSink``: a session's events belong to its running extraction job.
 
-    An extraction the manager starts on its own (thresholds met) becomes an adopted job when it
-    emits ``start``; a forced extraction's events join the job the command created.
+    An extraction the manager starts on its own (thresholds met) becomes an adopted job when its
+    chain task emits ``start``; a forced extraction's job links the chain its request started.
+    Events are attributed by the task that emits them: a skip or coalesce reported for a *new*
+    request while a run is going on is not that run's outcome.
     """
     loop = asyncio.get_running_loop()
 
-    def handle(event: JobEvent) -> None:
+    def handle(event: JobEvent, task: asyncio.Task[object] | None) -> None:
         jobs = server.jobs
-        job = jobs.active_for("session_memory", event.session_id) if event.session_id else None
-        task = asyncio.current_task() if _on_loop(loop) else None
-        if job is None and event.type in ("start", "trailing_start") and event.session_id:
-            owner = tracker or _tracker_of(server, event)
-            job = jobs.adopt(
-                "session_memory",
-                "Session notes",
-                task,
-                workspace=owner.folder if owner else None,
-                session_id=event.session_id,
-            )
-        elif job is not None and task is not None and task is not job.task:
-            if task not in job.linked_tasks:
-                job.linked_tasks.append(task)
+        sid = event.session_id
+        job = jobs.active_for("session_memory", sid) if sid else None
+        if event.type in ("start", "trailing_start") and sid:
+            if job is None:
+                owner = tracker or _tracker_of(server, event)
+                job = jobs.adopt(
+                    "session_memory",
+                    "Session notes",
+                    task,
+                    workspace=owner.folder if owner else None,
+                    session_id=sid,
+                )
+            elif not job.adopted and task is not None and task is not job.task:
+                if task not in job.linked_tasks:  # the chain a forced extraction started
+                    job.linked_tasks.append(task)
+        if (
+            job is not None
+            and task is not None
+            and task is not job.task
+            and task not in job.linked_tasks
+        ):
+            job = None
         if job is not None:
             jobs.sink_for(job)(event)
         else:
@@ -139,9 +146,9 @@ def session_memory_sink(
 
     def sink(event: JobEvent) -> None:
         if _on_loop(loop):
-            handle(event)
-        else:
-            loop.call_soon_threadsafe(handle, event)
+            handle(event, asyncio.current_task())
+        else:  # from a worker thread: part of whatever run is going on
+            loop.call_soon_threadsafe(handle, event, None)
 
     return sink
 

@@ -62,10 +62,14 @@ def parse_args(model: type[A], args: tuple[Any, ...]) -> A:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
-        raise JsonRpcInvalidParams(message=f"invalid arguments: {problems}") from None
+        raise JsonRpcInvalidParams(message=f"invalid arguments: {describe(exc)}") from None
+
+
+def describe(exc: ValidationError) -> str:
+    """One line naming each offending key: ``jobId: Field required; bogus: Extra inputs …``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+    )
 
 
 async def _tracker(ls: ReverieLanguageServer, args: Args) -> WorkspaceTracker:
@@ -107,7 +111,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
         len(ls.workspace_folders()),
     )
     await ls.register_config_watch()
-    await ls.warm_up()
+    ls.run_task(ls.warm_up(), "warm up")
     try:
         await ls.start_tracking()
     finally:
@@ -167,7 +171,7 @@ async def append_messages(ls: ReverieLanguageServer, params: Any) -> None:
     try:
         pushed = AppendMessagesParams.model_validate(params)
     except ValidationError as exc:
-        logger.warning("ignored %s: %s", Notifications.APPEND_MESSAGES, exc.errors()[:3])
+        logger.warning("ignored %s: %s", Notifications.APPEND_MESSAGES, describe(exc))
         return
     await ls.wait_ready()
     tracker = ls.tracker_for_path(Path(pushed.cwd))

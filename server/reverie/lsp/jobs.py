@@ -17,9 +17,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from reverie.config import ModelPrice
 from reverie.events import JobEvent
+from reverie.llm.usage import cost_of
 from reverie.lsp.progress import JobProgress
 from reverie.lsp.protocol import JobInfo, JobKindName, JobOutcome, OutcomeType, UsageToday
+from reverie.transcripts.model import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -98,8 +101,10 @@ class JobRegistry:
         on_event: Callable[[JobEvent], None],
         make_progress: ProgressFactory,
         on_expected_error: Callable[[Job, str], None],
+        price_for: Callable[[str], ModelPrice | None] = lambda kind: None,
     ) -> None:
         self._spawn = spawn
+        self._price_for = price_for
         self._on_event = on_event
         self._make_progress = make_progress
         self._on_expected_error = on_expected_error
@@ -331,8 +336,22 @@ class JobRegistry:
         u.cache_write_tokens += int(usage.get("cache_write_tokens", 0) or 0)
         u.calls += 1
         cost = event.payload.get("cost_usd", usage.get("cost_usd"))
+        if not isinstance(cost, int | float):
+            price = self._price_for(event.job)
+            if price is not None:
+                cost = cost_of(
+                    Usage(
+                        input_tokens=int(usage.get("input_tokens", usage.get("tokens_in", 0)) or 0),
+                        output_tokens=int(
+                            usage.get("output_tokens", usage.get("tokens_out", 0)) or 0
+                        ),
+                        cache_read_tokens=int(usage.get("cache_read_tokens", 0) or 0),
+                        cache_write_tokens=int(usage.get("cache_write_tokens", 0) or 0),
+                    ),
+                    price,
+                )
         if isinstance(cost, int | float):
-            self._cost = (self._cost or 0.0) + float(cost)
+            self._cost = round((self._cost or 0.0) + float(cost), 6)
 
     def _roll_day(self) -> None:
         today = datetime.now(UTC).date()

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from reverie import __version__
-from reverie.config import Settings
+from reverie.config import ModelPrice, Settings
 from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
@@ -114,6 +115,7 @@ class ReverieLanguageServer(LanguageServer):
             make_progress=self._make_progress,
             # the job's ``error`` event already tells the user (see ``_on_error``)
             on_expected_error=lambda job, msg: logger.info("%s: %s", job.title, msg),
+            price_for=self._price_for,
         )
         self.trackers: dict[Path, WorkspaceTracker] = {}
         self.conversations = ConversationCache()
@@ -155,6 +157,14 @@ class ReverieLanguageServer(LanguageServer):
                 self._session_memory.settings = resolved.settings
             for tracker in self.trackers.values():
                 tracker.settings_changed(previous)
+
+    def _price_for(self, kind: str) -> ModelPrice | None:
+        """``reverie.prices`` entry of the model a job kind uses (None: cost unknown)."""
+        s = self.settings
+        if s.provider == "offline" or kind not in ("session_memory", "dream", "sleep"):
+            return None
+        model = s.model_for(kind)  # type: ignore[arg-type]
+        return s.prices.get(model) if model else None
 
     def session_memory(self) -> SessionMemoryManager:
         """The one ``SessionMemoryManager`` of this server (created on first use)."""
@@ -262,7 +272,14 @@ class ReverieLanguageServer(LanguageServer):
         self.protocol.notify(method, data)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Unexpected errors go to the log with their traceback; the server keeps serving."""
+        """Unexpected errors go to the log with their traceback; the server keeps serving.
+
+        A command's own one-line refusal (invalid arguments, request failed) is not unexpected:
+        the client already has it as the error response.
+        """
+        if isinstance(error, JsonRpcInvalidParams) or getattr(error, "code", None) == -32803:
+            logger.info("request refused: %s", error)
+            return
         logger.error(
             "unexpected error (%s)",
             getattr(source, "__name__", source),

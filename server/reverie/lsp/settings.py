@@ -84,6 +84,13 @@ def resolve(*layers: Mapping[str, Any] | None) -> ResolvedSettings:
     fields = Settings.model_fields
     # unknown keys are ignored, as documented
     editor = {to_snake(k): v for k, v in merged.items() if to_snake(k) in fields}
+    if isinstance(editor.get("prices"), Mapping):  # {model: {cacheRead: ...}}: model names stay
+        editor["prices"] = {
+            model: {to_snake(k): v for k, v in price.items()}
+            if isinstance(price, Mapping)
+            else price
+            for model, price in editor["prices"].items()
+        }
     overrides: dict[str, Any] = {}
     found: list[tuple[str, str, Any, str]] = []  # (name, field, value, reason)
     settings: Settings | None = None

@@ -103,18 +103,21 @@ class WorkspaceTracker:
         self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
 
     async def stop(self) -> None:
+        """Stop the watcher (letting it end its iteration and save its state), then the rest."""
         self._stopping = True
         if self._watcher is not None:
             try:
                 self._watcher.stop()
             except Exception:
                 logger.debug("watcher stop failed", exc_info=True)
-        for task in (self._watch_task, self._sleep_task):
-            if task is not None and not task.done():
+        if self._watch_task is not None and not self._watch_task.done():
+            await asyncio.wait([self._watch_task], timeout=2.0)
+        tasks = [t for t in (self._watch_task, self._sleep_task) if t is not None]
+        for task in tasks:
+            if not task.done():
                 task.cancel()
-        pending = [t for t in (self._watch_task, self._sleep_task) if t is not None]
-        if pending:
-            await asyncio.wait(pending, timeout=2.0)
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
 
     def settings_changed(self, previous: Settings) -> None:
         now = self.settings

@@ -91,6 +91,15 @@ class Session:
 
         return await self.wait_for(find, timeout, what=method)
 
+    async def progress_of(self, job_id: str, timeout: float = 15.0) -> list[Any]:
+        """The job's ``$/progress`` values once its ``end`` has arrived."""
+
+        def ended() -> list[Any] | None:
+            reports = self.client.progress_reports.get(f"reverie/{job_id}")
+            return reports if reports and reports[-1].kind == "end" else None
+
+        return await self.wait_for(ended, timeout, what=f"progress end of {job_id}")
+
     def job_events(self, job_id: str) -> list[dict[str, Any]]:
         return [e for e in self.events("reverie/jobEvent") if e.get("jobId") == job_id]
 

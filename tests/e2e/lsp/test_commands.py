@@ -87,7 +87,7 @@ async def test_sleep_cycle_command(start_server, workspace, reverie_env):
     history = await s.command("reverie.server.history", {"limit": 1})
     assert history["runs"][0]["source"] == "sleep"
     assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID] or history["runs"][0]["run_id"]
-    reports = s.client.progress_reports[f"reverie/{job_id}"]
+    reports = await s.progress_of(job_id)
     assert reports[0].kind == "begin" and reports[-1].kind == "end"
 
 
@@ -112,3 +112,40 @@ async def test_commands_route_to_the_named_folder(start_server, workspace, tmp_p
     with pytest.raises(JsonRpcException) as info:
         await s.command("reverie.server.undo")
     assert "undo" in str(info.value).lower() or "run" in str(info.value).lower()
+
+
+async def test_workspace_folders_can_come_and_go(start_server, workspace, tmp_path):
+    from lsprotocol import types
+
+    other = tmp_path / "second"
+    other.mkdir()
+    s = await start_server()
+    s.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.as_uri(), name="second")], removed=[]
+            )
+        )
+    )
+
+    async def folders() -> list[str]:
+        return sorted((await s.command("reverie.server.status"))["workspaceFolders"])
+
+    for _ in range(100):
+        if len(await folders()) == 2:
+            break
+    assert await folders() == sorted([str(workspace), str(other)])
+    lock = await s.command("reverie.server.lockStatus", {"workspace": str(other)})
+    assert "second" in lock["memory_dir"]
+
+    s.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[], removed=[types.WorkspaceFolder(uri=workspace.as_uri(), name="project")]
+            )
+        )
+    )
+    for _ in range(100):
+        if len(await folders()) == 1:
+            break
+    assert await folders() == [str(other)]

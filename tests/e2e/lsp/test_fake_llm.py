@@ -98,11 +98,7 @@ async def test_model_writes_notes_and_memory(start_server, workspace, reverie_en
         start = await s.wait_for_event(
             "reverie/jobEvent", lambda e: e["kind"] == "dream" and e["type"] == "start"
         )
-        token = f"reverie/{start['jobId']}"
-        reports = await s.wait_for(
-            lambda: (r := s.client.progress_reports.get(token)) and r[-1].kind == "end" and r,
-            what="dream progress",
-        )
+        reports = await s.progress_of(start["jobId"])
         messages = [r.message for r in reports if r.kind == "report"]
         assert any("turn 1" in (m or "") for m in messages)
         assert any("2 files touched" in (m or "") for m in messages)
@@ -143,8 +139,7 @@ async def test_cancel_dream_by_command_and_by_progress(start_server, workspace):
             # rolled back: there was no lock before, so there is none now, and no memory files
             await s.wait_for(lambda: not lock.exists(), what="lock rolled back")
             assert not (s.memory_dir / "MEMORY.md").exists()
-            reports = s.client.progress_reports[f"reverie/{job_id}"]
-            await s.wait_for(lambda r=reports: r[-1].kind == "end", what="progress end")
+            await s.progress_of(job_id)
             status = await s.command("reverie.server.status")
             assert status["runningJobs"] == []
             assert status["lastResults"]["dream"]["type"] == "cancelled"

@@ -64,12 +64,7 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
     assert types_seen[0] == "start"
     assert "complete" in types_seen and "memory_saved" in types_seen
     assert dream_start["payload"]["run_id"] == saved["runId"]
-    progress = await s.wait_for(
-        lambda: (
-            (r := s.client.progress_reports.get(f"reverie/{job_id}")) and r[-1].kind == "end" and r
-        ),
-        what="dream progress end",
-    )
+    progress = await s.progress_of(job_id)
     assert kinds(progress)[0] == "begin"
     assert kinds(progress)[-1] == "end"
     assert set(kinds(progress)[1:-1]) == {"report"} and len(progress) >= 3
@@ -81,8 +76,8 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
         for e in s.events("reverie/jobEvent")
         if e["kind"] == "session_memory" and e["type"] == "complete"
     )
-    sm_progress = s.client.progress_reports[f"reverie/{sm_job}"]
-    assert kinds(sm_progress)[0] == "begin" and kinds(sm_progress)[-1] == "end"
+    sm_progress = await s.progress_of(sm_job)
+    assert kinds(sm_progress)[0] == "begin"
 
     status = await s.command("reverie.server.status")
     assert status["sessionsTracked"] >= 2
@@ -122,6 +117,6 @@ async def test_forced_update(start_server, workspace, reverie_env):
     assert done["type"] == "complete", done
     update = await s.wait_for_event("reverie/sessionNotesUpdated")
     assert update["sessionId"] == TOOL_HEAVY_ID
-    reports = s.client.progress_reports[f"reverie/{job_id}"]
+    reports = await s.progress_of(job_id)
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)

@@ -112,6 +112,10 @@ class CodeServer:
     workspace: Any  # editor_workspace.AgentWorkspace
     user_data: Path
     log: Path
+    #: process group of code-server and everything it starts (extension host, language server)
+    pgid: int
+    #: XDG dirs and TMPDIR of the scratch folder (the browser gets them too)
+    scratch: dict[str, str]
 
     def exthost_logs(self) -> str:
         """The extension host logs (the Reverie output channel included), for failure messages."""
@@ -131,13 +135,14 @@ def code_server(
     ws = editors.make_agent_workspace(root)
     user_data, extensions = root / "user-data", root / "extensions"
     (user_data / "User").mkdir(parents=True)
+    scratch = editors.scratch_env(root)
     env = {
         **{
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))
         },
-        **editors.scratch_env(root),
+        **scratch,
         **ws.env(),
         "HOME": str(root / "home"),
     }
@@ -164,6 +169,7 @@ def code_server(
         "workbench.tips.enabled": False,
         "workbench.enableExperiments": False,
         "git.enabled": False,
+        "remote.autoForwardPorts": False,
         "reverie.server.python": python,
         "reverie.logLevel": "debug",
     }
@@ -194,7 +200,7 @@ def code_server(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
-        yield CodeServer(url, ws, user_data, log)
+        yield CodeServer(url, ws, user_data, log, proc.pid, scratch)
     finally:
         # code-server forks the real server, one extension host per connection and the language
         # server under it; all of them share the launcher's process group.
@@ -216,7 +222,12 @@ def page(
     from playwright.sync_api import sync_playwright
 
     profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as pw:
+    # The Playwright driver and chromium write temp files and crash dumps: keep them in scratch.
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in code_server.scratch.items():
+            mp.setenv(key, value)
+        pw = sync_playwright().start()
+    try:
         context = pw.chromium.launch_persistent_context(
             str(profile),
             executable_path=str(tools.chromium),
@@ -231,6 +242,7 @@ def page(
                 "--disable-sync",
             ],
             viewport={"width": 1400, "height": 900},
+            env={**os.environ, **code_server.scratch},
         )
         try:
             pg = context.pages[0] if context.pages else context.new_page()
@@ -241,3 +253,5 @@ def page(
             yield pg
         finally:
             context.close()
+    finally:
+        pw.stop()

@@ -10,7 +10,7 @@ from reverie.lsp.jobs import ExpectedJobError, Job, JobRegistry, JobResult, prog
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, price_for=lambda kind: None) -> None:
         self.events: list[JobEvent] = []
         self.expected: list[str] = []
         self.tasks: set[asyncio.Task] = set()
@@ -19,6 +19,7 @@ class Harness:
             on_event=self.events.append,
             make_progress=lambda job: None,
             on_expected_error=lambda job, msg: self.expected.append(msg),
+            price_for=price_for,
         )
 
     def spawn(self, coro, name):
@@ -37,8 +38,14 @@ async def test_a_job_reports_its_outcome_once():
         sink = h.registry.sink_for(job)
         sink(JobEvent(job="dream", type="start", job_id="run-1", message="dreaming"))
         sink(JobEvent(job="dream", type="progress", message="turn 1", payload={"turn": 1}))
-        sink(JobEvent(job="dream", type="complete", message="done",
-                      payload={"tokens_in": 10, "tokens_out": 5}))
+        sink(
+            JobEvent(
+                job="dream",
+                type="complete",
+                message="done",
+                payload={"tokens_in": 10, "tokens_out": 5},
+            )
+        )
         return JobResult("complete", "ignored: the core already reported")
 
     job = h.registry.start("dream", "Dream", body, key="dream:/m")
@@ -163,9 +170,63 @@ async def test_drain_waits_then_cancels():
 
 
 def test_progress_text():
-    e = JobEvent(job="dream", type="progress", message="turn 2: 3 tool use(s)",
-                 payload={"turn": 2, "files_touched": ["a", "b"]})
+    e = JobEvent(
+        job="dream",
+        type="progress",
+        message="turn 2: 3 tool use(s)",
+        payload={"turn": 2, "files_touched": ["a", "b"]},
+    )
     assert progress_text(e) == "turn 2: 3 tool use(s) · 2 files touched"
     e = JobEvent(job="dream", type="progress", payload={"phase": "gather", "turn": 1})
     assert progress_text(e) == "gather · turn 1"
     assert progress_text(JobEvent(job="sleep", type="start")) == "start"
+
+
+async def test_cost_today_from_configured_prices():
+    from reverie.config import ModelPrice
+
+    h = Harness(price_for=lambda kind: ModelPrice(input=2.0, output=10.0))  # $ per M tokens
+
+    async def body(job: Job) -> JobResult:
+        return JobResult("complete", "ok", {"tokens_in": 500_000, "tokens_out": 100_000})
+
+    job = h.registry.start("dream", "Dream", body)
+    await job.task
+    usage, cost = h.registry.usage_today()
+    assert usage.input_tokens == 500_000 and cost == 2.0  # 1.0 + 1.0
+
+
+async def test_session_memory_events_are_attributed_by_task():
+    """A skip reported for a new request while a run is going on is not that run's outcome."""
+    from types import SimpleNamespace
+
+    from reverie.lsp.adapters import session_memory_sink
+
+    h = Harness()
+    server = SimpleNamespace(jobs=h.registry, tracker_for_path=lambda path: None)
+    sink = session_memory_sink(server)  # type: ignore[arg-type]
+    release = asyncio.Event()
+
+    def event(type_: str, **payload) -> JobEvent:
+        return JobEvent(job="session_memory", type=type_, session_id="s1", payload=payload)
+
+    async def chain() -> None:
+        sink(event("start"))
+        await release.wait()
+        sink(event("complete", edited=True))
+
+    async def watcher() -> None:
+        sink(event("coalesced"))
+        sink(event("skipped", reason="coalesced"))
+
+    run = asyncio.create_task(chain())
+    await asyncio.sleep(0)
+    [job] = h.registry.running()
+    await asyncio.create_task(watcher())
+    assert h.registry.running() == [job]  # still running: the skip was not its outcome
+    release.set()
+    await run
+    assert h.registry.running() == []
+    assert h.registry.last_results["session_memory"].type == "complete"
+    assert [e.type for e in h.events if e.job_id == job.id] == ["start", "complete"]
+    assert [e.type for e in h.events if e.job_id is None] == ["coalesced", "skipped"]

@@ -67,15 +67,19 @@ def test_pushed_chat_becomes_a_private_redacted_transcript(tmp_path: Path):
             "cwd": str(workspace),
             "messages": [
                 {"role": "user", "text": f"use {secret}", "id": "m1"},
-                {"role": "assistant", "content": "ok", "id": "m2",
-                 "usage": {"inputTokens": 50, "outputTokens": 2}},
+                {
+                    "role": "assistant",
+                    "content": "ok",
+                    "id": "m2",
+                    "usage": {"inputTokens": 50, "outputTokens": 2},
+                },
             ],
         }
     )
     path = append_pushed(home, pushed)
     assert path.name == "chat_1.jsonl" and path.stat().st_mode & 0o777 == 0o600
     assert secret not in path.read_text()
-    ref, session, messages = read_pushed(path)
+    ref, _session, messages = read_pushed(path)
     assert ref.session_id == "chat/1" and ref.cwd == str(workspace)
     assert [m.id for m in messages] == ["m1", "m2"] and messages[1].usage.input_tokens == 50
     append_pushed(home, pushed.model_copy(update={"messages": pushed.messages[:1]}))
@@ -86,8 +90,11 @@ async def test_conversation_cache_reports_only_new_messages(tmp_path: Path):
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()
     pushed = AppendMessagesParams.model_validate(
-        {"sessionId": "c", "cwd": str(workspace),
-         "messages": [{"role": "user", "text": "one", "id": "1"}]}
+        {
+            "sessionId": "c",
+            "cwd": str(workspace),
+            "messages": [{"role": "user", "text": "one", "id": "1"}],
+        }
     )
     path = append_pushed(home, pushed)
     ref, session, messages = read_pushed(path)

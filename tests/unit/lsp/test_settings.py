@@ -41,7 +41,7 @@ def test_invalid_editor_value_falls_back_to_the_environment(monkeypatch: pytest.
     assert problem.name == "reverie.sleepTime"
     message = r.message()
     assert message is not None
-    assert message.startswith("Reverie: invalid setting reverie.sleepTime (\"25:99\")")
+    assert message.startswith('Reverie: invalid setting reverie.sleepTime ("25:99")')
     assert "HH:MM" in message and 'using "04:30"' in message
 
 
@@ -60,3 +60,9 @@ def test_api_key_is_never_echoed():
     assert message is not None and "12345" not in message and "***" in message
     r = resolve({"apiKey": "sk-secret-value", "provider": "bogus"})
     assert "sk-secret-value" not in (r.message() or "")
+
+
+def test_prices_accept_camel_case_and_keep_model_names():
+    r = resolve({"prices": {"gpt-5.5": {"input": 1.25, "cacheRead": 0.125}}})
+    price = r.settings.prices["gpt-5.5"]
+    assert (price.input, price.cache_read) == (1.25, 0.125)

@@ -1,0 +1,82 @@
+"""The extension's manifest and constants agree with the server's contract (no editor needed).
+
+Settings mirror ``reverie.config.Settings`` (camelCase, each with a scope and a description),
+server command ids mirror ``reverie.lsp.protocol``, and no client command reuses a server id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic.alias_generators import to_camel
+
+from reverie.config import Settings
+from reverie.lsp.protocol import Commands, Notifications
+
+CLIENT = Path(__file__).resolve().parents[3] / "vscode-client"
+MANIFEST = json.loads((CLIENT / "package.json").read_text())
+CONSTANTS = (CLIENT / "src" / "constants.ts").read_text()
+#: fields that are not editor settings: the key lives in SecretStorage
+NOT_SETTINGS = {"api_key"}
+
+
+def ts_object(name: str) -> dict[str, str]:
+    body = re.search(rf"export const {name} = \{{(.*?)\}} as const;", CONSTANTS, re.S)
+    assert body, name
+    return dict(re.findall(r"(\w+): '([^']+)'", body.group(1)))
+
+
+def test_every_server_setting_is_contributed_with_scope_and_description() -> None:
+    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    expected = {f"reverie.{to_camel(f)}" for f in Settings.model_fields if f not in NOT_SETTINGS}
+    contributed = {k for k in properties if not k.startswith("reverie.server.")}
+    assert contributed == expected
+    assert "reverie.server.python" in properties
+    for key, spec in properties.items():
+        assert spec.get("scope"), key
+        assert spec.get("markdownDescription") or spec.get("description"), key
+    assert "reverie.apiKey" not in properties  # never in settings.json
+
+
+def test_settings_defaults_and_choices_match_the_server() -> None:
+    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    for field, info in Settings.model_fields.items():
+        key = f"reverie.{to_camel(field)}"
+        if key not in properties or info.default_factory is not None:
+            continue
+        default = info.default
+        assert properties[key]["default"] == (default if default is not None else None), key
+        choices = getattr(info.annotation, "__args__", None)
+        if "enum" in properties[key] and choices:
+            assert set(properties[key]["enum"]) == set(choices), key
+
+
+def test_constants_mirror_the_server_protocol() -> None:
+    assert set(ts_object("ServerCommands").values()) == set(Commands.ALL)
+    notifications = {v for k, v in vars(Notifications).items() if k.isupper()}
+    assert set(ts_object("Notifications").values()) == notifications - {
+        Notifications.APPEND_MESSAGES
+    }
+    keys = re.search(r"SERVER_SETTING_KEYS = \[(.*?)\] as const", CONSTANTS, re.S)
+    assert keys
+    listed = set(re.findall(r"'(\w+)'", keys.group(1)))
+    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    assert listed == {k.removeprefix("reverie.") for k in properties if ".server." not in k}
+
+
+def test_client_commands_are_contributed_and_never_reuse_server_ids() -> None:
+    client = set(ts_object("Commands").values())
+    contributed = {c["command"] for c in MANIFEST["contributes"]["commands"]}
+    assert client == contributed
+    assert not client & set(Commands.ALL)
+    assert all(not c.startswith("reverie.server.") for c in client)
+    activation = set(MANIFEST["activationEvents"])
+    assert "onStartupFinished" in activation
+    assert {f"onCommand:{c}" for c in client} <= activation
+
+
+def test_engine_fits_code_server_4_100() -> None:
+    assert MANIFEST["engines"]["vscode"] == "^1.100.0"
+    assert MANIFEST["dependencies"]["vscode-languageclient"].startswith("11.")
