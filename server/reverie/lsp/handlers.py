@@ -226,7 +226,8 @@ async def lock_status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
 
 async def history(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(HistoryArgs, args)
-    return await _call((await _tracker(ls, a)).history(a.limit))
+    tracker = await _tracker(ls, a)
+    return await _call(tracker.history(a.limit, run_id=a.run_id, with_contents=a.with_contents))
 
 
 async def undo(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:

@@ -132,6 +132,10 @@ class LockStatusArgs(Args):
 
 class HistoryArgs(Args):
     limit: int | None = Field(default=None, ge=1)
+    #: only this run (an id or unique prefix)
+    run_id: str | None = None
+    #: with ``run_id``: add ``changes: [{path, before, after}]`` (texts; null where absent)
+    with_contents: bool = False
 
 
 class UndoArgs(Args):

@@ -399,16 +399,34 @@ class WorkspaceTracker:
         status = await self.lock_status()
         return dict(status.model_dump(mode="json"))
 
-    async def history(self, limit: int | None) -> dict[str, Any]:
-        """``reverie history --json``: ``{memory_dir, runs}``, newest first."""
+    async def history(
+        self, limit: int | None, *, run_id: str | None = None, with_contents: bool = False
+    ) -> dict[str, Any]:
+        """``reverie history --json``: ``{memory_dir, runs}``, newest first.
+
+        With ``run_id`` only that run; ``with_contents`` adds its files' before/after texts so
+        the editor can show a real diff.
+        """
         from reverie.commands.history import run_json
         from reverie.memory.history import HistoryError, MemoryHistory
 
         memory_dir = self.memory_dir
 
+        def text(data: bytes | None) -> str | None:
+            return None if data is None else data.decode("utf-8", "replace")
+
         def read() -> list[dict[str, Any]]:
+            history = MemoryHistory(memory_dir)
             try:
-                return [run_json(r) for r in MemoryHistory(memory_dir).runs()]
+                if run_id is None:
+                    return [run_json(r) for r in history.runs()]
+                run = run_json(history.find(run_id))
+                if with_contents:
+                    run["changes"] = [
+                        {"path": c.path, "before": text(c.before), "after": text(c.after)}
+                        for c in history.changes(run_id)
+                    ]
+                return [run]
             except HistoryError as exc:
                 raise ValueError(str(exc)) from None
 

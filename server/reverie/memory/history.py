@@ -73,6 +73,14 @@ class RunRecord(BaseModel):
         return sorted({*self.added, *self.changed, *self.removed})
 
 
+class FileChange(BaseModel):
+    """One file of a run: its bytes before and after (None where it did not exist)."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+
+
 class HistoryError(Exception):
     """A run id that does not exist, or a history that cannot be read."""
 
@@ -279,6 +287,16 @@ class MemoryHistory:
             buffer = io.BytesIO()
             write_tree_diff(buffer, repo.object_store, old, new)
         return buffer.getvalue().decode("utf-8", "replace")
+
+    def changes(self, run_id: str | None) -> list[FileChange]:
+        """Each file a run added, changed or removed, with its bytes before and after."""
+        record = self.find(run_id)
+        out: list[FileChange] = []
+        for name in [*record.added, *record.changed, *record.removed]:
+            before = self.file_at(record.parent, name) if record.parent else None
+            after = self.file_at(record.commit, name)
+            out.append(FileChange(path=name, before=before, after=after))
+        return out
 
     def file_at(self, commit: str, name: str) -> bytes | None:
         """A file's bytes at a commit (to recover a deleted topic file)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,19 @@ async def test_sleep_cycle_command(start_server, workspace, reverie_env):
     history = await s.command("reverie.server.history", {"limit": 1})
     assert history["runs"][0]["source"] == "sleep"
     assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID] or history["runs"][0]["run_id"]
+    # the editor's "Show Diff": one run with each file's text before and after
+    run_id = history["runs"][0]["run_id"]
+    one = await s.command(
+        "reverie.server.history", {"runId": run_id[:12], "withContents": True}
+    )
+    (run,) = one["runs"]
+    assert run["run_id"] == run_id
+    by_path = {c["path"]: c for c in run["changes"]}
+    assert set(by_path) == set(run["added"] + run["changed"] + run["removed"])
+    index = by_path["MEMORY.md"]
+    assert index["before"] is None  # the first run created the index
+    memory_dir = (await s.command("reverie.server.lockStatus"))["memory_dir"]
+    assert index["after"] == (Path(memory_dir) / "MEMORY.md").read_text(encoding="utf-8")
     reports = await s.progress_of(job_id)
     assert reports[0].kind == "begin" and reports[-1].kind == "end"
 

@@ -253,3 +253,28 @@ def test_transaction_changes_and_abort(tmp_path: Path) -> None:
     assert changes.removed == ["build.md"] and changes.added == ["sub/n.md"]
     tx.abort()
     assert not staged.exists() and (mem / "build.md").exists()
+
+
+async def test_run_changes_give_each_files_bytes_before_and_after(tmp_path: Path) -> None:
+    mem = tmp_path / "mem"
+    _seed(mem)
+    before_build = (mem / "build.md").read_bytes()
+    await _write(mem, MEMORY__md="# Memory\n\n- [Build](build.md) - about build\n")  # baseline
+    new_topic = "---\nname: Test\ndescription: t\ntype: project\n---\n\n# Test\n\nrun pytest\n"
+    await _write(
+        mem,
+        MEMORY__md="# Memory\n\n- [Test](test.md) - t\n",
+        test__md=new_topic,
+        build__md=None,
+    )
+    history = MemoryHistory(mem)
+    latest = history.runs()[0]
+    changes = {c.path: c for c in history.changes(latest.run_id[:10])}
+    assert set(changes) == {"MEMORY.md", "test.md", "build.md"}
+    assert changes["build.md"].before == before_build and changes["build.md"].after is None
+    assert changes["test.md"].before is None
+    assert changes["test.md"].after == (mem / "test.md").read_bytes()
+    assert changes["MEMORY.md"].after == (mem / "MEMORY.md").read_bytes()
+    assert changes["MEMORY.md"].before != changes["MEMORY.md"].after
+    with pytest.raises(HistoryError):
+        history.changes("no-such-run")
