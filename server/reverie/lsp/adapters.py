@@ -336,7 +336,8 @@ def start_dream(
             manual=manual,
             extra=extra_context or "",
             logs=logs_mode,
-            current_session_id=current.session_id if current else None,
+            # the session gate leaves the live session out; a manual dream reviews it too
+            current_session_id=current.session_id if current and not manual else None,
         )
         try:
             result = await runner.run(request)

@@ -99,6 +99,17 @@ class TranscriptTail:
 
     def read_new(self) -> list[Message]:
         """Messages appended (or, for revising formats, changed) since the last call."""
+        return self._read_new(keep=True)
+
+    def skip_to_end(self) -> None:
+        """Advance past everything in the file now, as ``read_new`` would, keeping nothing.
+
+        Priming a large transcript this way costs memory for one chunk's messages at a time
+        instead of the whole file's.
+        """
+        self._read_new(keep=False)
+
+    def _read_new(self, *, keep: bool) -> list[Message]:
         try:
             st = self.path.stat()
         except OSError:
@@ -117,7 +128,7 @@ class TranscriptTail:
         self._inode, self._device = st.st_ino, st.st_dev
         mode = _mode(self.agent, self.path)
         if mode == "stream":
-            return self._read_stream(st.st_size)
+            return self._read_stream(st.st_size, keep=keep)
         if (st.st_size, st.st_mtime_ns) == (self._size, self._mtime_ns):
             return []
         if mode == "gemini-json":
@@ -195,7 +206,7 @@ class TranscriptTail:
         self._session = None
         self._stats = ParseStats()
 
-    def _read_stream(self, size: int) -> list[Message]:
+    def _read_stream(self, size: int, *, keep: bool = True) -> list[Message]:
         assert self.agent is not None
         read_pos = self._splitter.consumed + self._splitter.pending_bytes
         if size < read_pos:
@@ -217,7 +228,9 @@ class TranscriptTail:
                 self._parser = parser_for(self.agent, self.path)
             while chunk := handle.read(CHUNK_BYTES):
                 for line in self._splitter.feed(chunk):
-                    out.extend(self._parser.feed_line(line))
+                    parsed = self._parser.feed_line(line)
+                    if keep:
+                        out.extend(parsed)
                 self._window = (self._window + chunk)[-_CHECK_BYTES:]
         return out
 

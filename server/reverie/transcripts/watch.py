@@ -8,9 +8,12 @@ of roots that do not exist yet, so that an agent run for the first time is picke
 missing root appears, the recursive watcher restarts with it and a catch-up scan reads any
 session files created meanwhile.
 
-At start the sessions already on disk are read once without being reported (``prime``), or
-resumed from saved tail states; afterwards every change is read with ``TranscriptTail`` off the
-event loop (``asyncio.to_thread``) and reported when it produced messages.
+At start the watches are set up first and the sessions already on disk are scanned afterwards,
+so that a session created meanwhile is not missed: the scan reads each file once without being
+reported (``prime``: only the tail positions advance, nothing is kept), or resumes it from a saved
+tail state; a file modified after the watches started is reported instead of primed. Afterwards
+every change is read with ``TranscriptTail`` off the event loop (``asyncio.to_thread``) and
+reported when it produced messages.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,14 +112,19 @@ class SessionWatcher:
     # -- internals -----------------------------------------------------------------------------
     async def _run(self) -> AsyncIterator[SessionAppended]:
         queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]] = asyncio.Queue()
-        for event in await asyncio.to_thread(self._scan, not self._prime):
-            yield event
+        # watch first, scan second: a session created in between is seen by one or the other
+        started_ns = time.time_ns()
+        readies = [asyncio.Event(), asyncio.Event()]
         tasks = [
-            asyncio.create_task(self._watch_roots(queue), name="reverie-watch-roots"),
-            asyncio.create_task(self._watch_shallow(queue), name="reverie-watch-shallow"),
+            asyncio.create_task(self._watch_roots(queue, readies[0]), name="reverie-watch-roots"),
+            asyncio.create_task(self._watch_shallow(queue, readies[1]),
+                                name="reverie-watch-shallow"),
         ]
         stop_wait = asyncio.create_task(self._stop.wait())
         try:
+            await self._until_ready(readies, tasks)
+            for event in await asyncio.to_thread(self._scan, not self._prime, started_ns):
+                yield event
             while not self._stop.is_set():
                 getter = asyncio.create_task(queue.get())
                 done, _ = await asyncio.wait({getter, stop_wait},
@@ -125,7 +134,7 @@ class SessionWatcher:
                     break
                 changes = getter.result()
                 if changes and next(iter(changes))[1] == "":  # catch-up marker
-                    events = await asyncio.to_thread(self._scan, True)
+                    events = await asyncio.to_thread(self._scan, True, None)
                 else:
                     events = await asyncio.to_thread(self._apply, changes)
                 for event in events:
@@ -139,7 +148,27 @@ class SessionWatcher:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
-    async def _watch_roots(self, queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]]) -> None:
+    async def _until_ready(
+        self, readies: list[asyncio.Event], tasks: list[asyncio.Task[None]]
+    ) -> None:
+        """Wait until every watch is set up (or one of them ended early, e.g. failed)."""
+        waiters: list[asyncio.Future[Any]] = [asyncio.create_task(r.wait()) for r in readies]
+        try:
+            pending: set[asyncio.Future[Any]] = set(waiters)
+            while pending and not any(t.done() for t in tasks):
+                _, pending = await asyncio.wait({*pending, *tasks},
+                                                return_when=asyncio.FIRST_COMPLETED)
+                pending -= set(tasks)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        for task in tasks:  # a watch that failed before it started fails the iteration
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                task.result()
+
+    async def _watch_roots(
+        self, queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]], ready: asyncio.Event
+    ) -> None:
         """Recursive watch of the existing agent roots; restarts when a missing root appears."""
         first = True
         while not self._stop.is_set():
@@ -149,18 +178,19 @@ class SessionWatcher:
                 await queue.put({(watchfiles.Change.added, "")})  # catch up after a restart
             first = False
             if not roots:
+                ready.set()
                 await self._wait_any(self._roots_changed)
                 continue
             stop = _AnyEvent(self._stop, self._roots_changed)
-            async for changes in watchfiles.awatch(
-                *roots, watch_filter=_is_session_file, debounce=self.debounce_ms,
+            async for changes in _awatch(
+                roots, ready, watch_filter=_is_session_file, debounce=self.debounce_ms,
                 step=min(50, self.debounce_ms), stop_event=stop, recursive=True,
                 ignore_permission_denied=True,
             ):
                 await queue.put(changes)
 
     async def _watch_shallow(
-        self, queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]]
+        self, queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]], ready: asyncio.Event
     ) -> None:
         """Non-recursive watch: the workspace (Aider) and parents of agent roots not there yet."""
         while not self._stop.is_set():
@@ -174,12 +204,13 @@ class SessionWatcher:
                     folders.add(parent)
             watched = sorted(str(f) for f in folders if f.is_dir())
             if not watched:
+                ready.set()
                 await self._wait_any(self._stop)
                 return
             restart = asyncio.Event()
             stop = _AnyEvent(self._stop, restart)
-            async for changes in watchfiles.awatch(
-                *watched, debounce=self.debounce_ms, step=min(50, self.debounce_ms),
+            async for changes in _awatch(
+                watched, ready, debounce=self.debounce_ms, step=min(50, self.debounce_ms),
                 stop_event=stop, recursive=False, ignore_permission_denied=True,
             ):
                 sessionish = {c for c in changes if _is_session_file(*c)}
@@ -197,19 +228,45 @@ class SessionWatcher:
             for waiter in waiters:
                 waiter.cancel()
 
-    def _scan(self, report: bool) -> list[SessionAppended]:
-        """Read every discovered session; report what it produced only when ``report``."""
+    def _scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]:
+        """Read every discovered session; report what it produced only when ``report``.
+
+        Otherwise a session is primed (its tail advanced, its messages not kept) unless it was
+        resumed from a saved state (what was appended while we were not running is reported) or
+        modified after ``watched_since_ns`` (created or grown once the watches were running).
+        """
         events: list[SessionAppended] = []
         refs = discover_sessions(self.workspace, self.agent_home)
         for path in dict.fromkeys(ref.path for ref in refs):
             self._membership[path] = (True, 0)
-            event = self._read(path)
-            # resumed tails report what was appended while we were not running
             resumed = path in self._resumed
             self._resumed.discard(path)
-            if event is not None and (report or resumed):
-                events.append(event)
+            if report or resumed or self._modified_since(path, watched_since_ns):
+                event = self._read(path)
+                if event is not None:
+                    events.append(event)
+            else:
+                self._skip(path)
         return events
+
+    @staticmethod
+    def _modified_since(path: Path, since_ns: int | None) -> bool:
+        if since_ns is None:
+            return False
+        try:
+            return path.stat().st_mtime_ns > since_ns
+        except OSError:
+            return False
+
+    def _skip(self, path: Path) -> None:
+        """Advance the tail to the end of ``path`` without keeping what it says."""
+        tail = self._tails.get(path)
+        if tail is None:
+            tail = self._tails[path] = TranscriptTail(path)
+        try:
+            tail.skip_to_end()
+        except OSError as exc:
+            logger.warning("cannot read transcript %s: %s", path, exc.strerror or exc)
 
     def _apply(self, changes: set[tuple[watchfiles.Change, str]]) -> list[SessionAppended]:
         events: list[SessionAppended] = []
@@ -259,11 +316,43 @@ class SessionWatcher:
         return SessionAppended(ref=ref, session=session, messages=messages)
 
 
+async def _awatch(
+    paths: list[Path] | list[str], ready: asyncio.Event, **options: Any
+) -> AsyncIterator[set[tuple[watchfiles.Change, str]]]:
+    """``watchfiles.awatch`` that sets ``ready`` once its OS watches exist.
+
+    ``awatch`` installs them (``RustNotify``) synchronously on its first step, before it first
+    waits: once that step has run in a task of its own, changes can no longer slip through.
+    """
+    changes_of = watchfiles.awatch(*paths, **options)
+    async with contextlib.aclosing(changes_of):
+        first = asyncio.ensure_future(anext(changes_of))
+        try:
+            await asyncio.sleep(0)  # let ``first`` run its first step
+            ready.set()
+            changes = await first
+        except StopAsyncIteration:
+            return
+        finally:
+            first.cancel()
+        yield changes
+        async for changes in changes_of:
+            yield changes
+
+
 class _AnyEvent:
-    """Set when any of the given events is set (``watchfiles`` takes one stop event)."""
+    """Set when any of the given events is set (``watchfiles`` takes one stop event).
+
+    ``awatch`` calls ``set()`` when it is cancelled, to stop its watching thread: that stops this
+    one watch only, not the events it combines.
+    """
 
     def __init__(self, *events: asyncio.Event) -> None:
         self._events = events
+        self._own = False
+
+    def set(self) -> None:
+        self._own = True
 
     def is_set(self) -> bool:
-        return any(e.is_set() for e in self._events)
+        return self._own or any(e.is_set() for e in self._events)

@@ -163,3 +163,21 @@ async def test_workspace_folders_can_come_and_go(start_server, workspace, tmp_pa
         if len(await folders()) == 1:
             break
     assert await folders() == [str(other)]
+
+
+async def test_manual_dream_reviews_the_live_session_too(start_server, workspace, reverie_env):
+    """The session gate leaves the current session out; "Dream Now" must not."""
+    place(TOOL_HEAVY, reverie_env["agent_home"], workspace)
+    s = await start_server(init_options={"dreamEnabled": False})
+    status = await s.command("reverie.server.status")
+    assert status["currentSession"]["sessionId"] == TOOL_HEAVY_ID
+    job_id = (await s.command("reverie.server.dream", {}))["jobId"]
+    done = await s.wait_for_event(
+        "reverie/jobEvent",
+        lambda e: e["jobId"] == job_id and e["type"] in ("complete", "error", "skipped"),
+        timeout=30,
+    )
+    assert done["type"] == "complete", done
+    assert done["payload"]["sessions_reviewed"] == 1
+    history = await s.command("reverie.server.history", {"limit": 1})
+    assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID]

@@ -146,12 +146,15 @@ def test_dream_now_shows_memory_saved_notification(
         expect(saved.first.locator(".monaco-button", has_text=action).first).to_be_visible()
     shot(page, artifacts, "03-memory-saved-notification")
 
-    # "Show Diff" opens what the run changed (a diff per file, or the run's summary).
+    # "Show Diff" opens a before/after diff editor per file the run changed.
     saved.first.locator(".monaco-button", has_text="Show Diff").first.click()
-    opened = page.locator(".tabs-container .tab", has_text="Reverie run").or_(
-        page.locator(".editor-instance .view-lines", has_text="# Reverie run")
+    expect(page.locator(".tabs-container .tab", has_text="(Reverie run").first).to_be_visible(
+        timeout=20_000
     )
-    expect(opened.first).to_be_visible(timeout=20_000)
+    diff = page.locator(".monaco-diff-editor").first
+    expect(diff).to_be_visible(timeout=20_000)
+    expect(diff.locator(".modified .view-lines")).to_contain_text("#", timeout=10_000)
+    page.wait_for_timeout(500)  # let the diff decorations paint before the screenshot
     shot(page, artifacts, "03b-show-diff")
     run_command(page, "View: Close All Editors")
 

@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
+import watchfiles
 
-from reverie.transcripts.watch import SessionAppended, SessionWatcher
+from reverie.transcripts.watch import SessionAppended, SessionWatcher, _AnyEvent
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
 INCREMENTAL = FIX / "claude-code" / "codemie-v2.1.7-incremental-subagents"
@@ -105,3 +107,80 @@ async def test_stop_before_any_change_ends_promptly(reverie_env: dict[str, Path]
     watcher.stop()
     await asyncio.wait_for(task, 5)
     assert time.monotonic() - started < 2 and events == []
+
+
+class _AgentWritesDuringScan(SessionWatcher):
+    """A watcher whose start-up scan races an agent creating a new session file."""
+
+    def __init__(self, *args: object, new_file: Path, before: bool, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.new_file, self.before, self.created = new_file, before, False
+
+    def _create(self) -> None:
+        if not self.created:
+            self.created = True
+            self.new_file.write_bytes(orjson.dumps({"role": "user", "content": "fresh"}) + b"\n")
+
+    def _scan(self, *args: object) -> list[SessionAppended]:
+        if self.before:  # created after the watches started, before discovery sees the folder
+            self._create()
+            return super()._scan(*args)  # type: ignore[arg-type]
+        events = super()._scan(*args)  # type: ignore[arg-type]
+        self._create()  # created once discovery has listed the folder
+        return events
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before-discovery", "after-discovery"])
+async def test_session_created_during_startup_scan_is_reported(
+    reverie_env: dict[str, Path], before: bool
+) -> None:
+    home = reverie_env["agent_home"]
+    workspace = reverie_env["data"]
+    sessions = home / ".reverie" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "old.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
+    (sessions / "old.jsonl").write_bytes(orjson.dumps({"role": "user", "content": "old"}) + b"\n")
+    (sessions / "new.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
+    time.sleep(0.01)  # the existing files are older than the watches
+    watcher = _AgentWritesDuringScan(
+        workspace, home, debounce_ms=20, new_file=sessions / "new.jsonl", before=before
+    )
+    events: list[SessionAppended] = []
+    task = asyncio.create_task(_collect(watcher, events))
+    await _until(lambda: _count(events) >= 1, timeout=5)
+    await asyncio.sleep(0.2)  # nothing else (the primed "old", a second "fresh") arrives
+    watcher.stop()
+    await asyncio.wait_for(task, 5)
+    assert [(e.ref.session_id, m.text) for e in events for m in e.messages] == [("new", "fresh")]
+
+
+async def test_cancelling_a_running_watch_ends_cleanly(reverie_env: dict[str, Path]) -> None:
+    """Cancelling a task inside ``awatch`` stops its watching thread, with no error raised."""
+    folder = reverie_env["data"]
+    stop = _AnyEvent(asyncio.Event())
+
+    async def watch() -> None:
+        async for _ in watchfiles.awatch(folder, stop_event=stop, step=20, debounce=20):
+            pass
+
+    task = asyncio.create_task(watch())
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert stop.is_set()  # what tells the watching thread to end
+
+
+async def test_cancelling_the_consumer_stops_the_watcher(reverie_env: dict[str, Path]) -> None:
+    home = reverie_env["agent_home"]
+    (home / ".claude" / "projects").mkdir(parents=True)
+    watcher = SessionWatcher(reverie_env["data"], home, debounce_ms=20)
+    task = asyncio.create_task(_collect(watcher, []))
+    await asyncio.sleep(0.3)
+    before = set(asyncio.all_tasks())
+    watches = {t for t in before if (t.get_name() or "").startswith("reverie-watch")}
+    assert len(watches) == 2
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert all(t.done() for t in watches)
