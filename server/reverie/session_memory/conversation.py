@@ -192,24 +192,27 @@ def _render_call(call: ToolCall) -> str:
     return f"[tool call {call.name}] {args}"
 
 
+def render_message(message: Message) -> str | None:
+    """One message of ``render_messages`` (``None`` for sub-agent records and empty ones)."""
+    if message.is_sidechain:
+        return None
+    lines: list[str] = []
+    if message.text.strip():
+        lines.append(_clip(message.text.strip(), TEXT_CHARS))
+    lines.extend(_render_call(call) for call in message.tool_calls)
+    for result in message.tool_results:
+        status = "failed" if result_failed(result) else "ok"
+        output = _clip(result.output.strip(), TOOL_OUTPUT_CHARS)
+        lines.append(f"[tool result {status}] {output}")
+    if not lines:
+        return None
+    role = "user" if message.role == "user" and not message.tool_results else message.role
+    if message.tool_results and not message.text.strip():
+        role = "tool"
+    return f"### {role}\n" + "\n".join(lines)
+
+
 def render_messages(messages: Sequence[Message]) -> str:
     """A compact text rendering: roles, text, tool calls and clipped tool results."""
-    parts: list[str] = []
-    for message in messages:
-        if message.is_sidechain:
-            continue
-        lines: list[str] = []
-        if message.text.strip():
-            lines.append(_clip(message.text.strip(), TEXT_CHARS))
-        lines.extend(_render_call(call) for call in message.tool_calls)
-        for result in message.tool_results:
-            status = "failed" if result_failed(result) else "ok"
-            output = _clip(result.output.strip(), TOOL_OUTPUT_CHARS)
-            lines.append(f"[tool result {status}] {output}")
-        if not lines:
-            continue
-        role = "user" if message.role == "user" and not message.tool_results else message.role
-        if message.tool_results and not message.text.strip():
-            role = "tool"
-        parts.append(f"### {role}\n" + "\n".join(lines))
-    return "\n\n".join(parts)
+    parts = (render_message(message) for message in messages)
+    return "\n\n".join(part for part in parts if part is not None)

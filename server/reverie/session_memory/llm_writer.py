@@ -24,7 +24,7 @@ from pathlib import Path
 from reverie.fsutil import atomic_write_text
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.redact import redact
-from reverie.session_memory.conversation import render_messages
+from reverie.session_memory.conversation import render_message
 from reverie.session_memory.cursor import start_after
 from reverie.session_memory.template import (
     MAX_SECTION_TOKENS,
@@ -71,11 +71,44 @@ def select_context(messages: list[Message], request: WriteRequest) -> tuple[list
 
 
 def _render(messages: list[Message]) -> tuple[str, int]:
-    rendered, count = redact(render_messages(messages))
-    if len(rendered) > MAX_CONVERSATION_CHARS:
-        cut = len(rendered) - MAX_CONVERSATION_CHARS
-        rendered = f"[... {cut} earlier characters not shown ...]\n" + rendered[cut:]
+    """The most recent ``MAX_CONVERSATION_CHARS`` of the rendered conversation, redacted.
+
+    Rendered and redacted message by message from the end, stopping once the budget is full:
+    the cost is bounded by the budget, not by the length of the session, and no single regex
+    pass runs over more than one (clipped) message, so the worker thread never holds the GIL
+    for long.
+    """
+    parts: list[str] = []
+    size = count = 0
+    earlier = 0
+    for index in range(len(messages) - 1, -1, -1):
+        part = render_message(messages[index])
+        if part is None:
+            continue
+        part, found = redact(part)
+        count += found
+        parts.append(part)
+        size += len(part) + 2
+        if size > MAX_CONVERSATION_CHARS:
+            earlier = index
+            break
+    parts.reverse()
+    rendered = "\n\n".join(parts)
+    if len(rendered) > MAX_CONVERSATION_CHARS or earlier:
+        cut = max(0, len(rendered) - MAX_CONVERSATION_CHARS)
+        rendered = (
+            f"[... {earlier} earlier messages and {cut} characters not shown ...]\n"
+            + rendered[cut:]
+        )
     return rendered, count
+
+
+def _prepare(request: WriteRequest) -> tuple[str, int, bool]:
+    """What the model is shown of the conversation (a worker-thread job: O(conversation))."""
+    main = [m for m in request.messages if not m.is_sidechain]
+    context, whole = select_context(main, request)
+    conversation, redacted = _render(context)
+    return conversation, redacted, whole
 
 
 class LLMWriter:
@@ -88,9 +121,7 @@ class LLMWriter:
 
     async def write(self, request: WriteRequest) -> WriteOutcome:
         settings = request.settings
-        main = [m for m in request.messages if not m.is_sidechain]
-        context, whole = select_context(main, request)
-        conversation, redacted_conversation = await asyncio.to_thread(_render, context)
+        conversation, redacted_conversation, whole = await asyncio.to_thread(_prepare, request)
         current, redacted_notes = redact(request.current_notes)
 
         notes_path = request.notes_path

@@ -25,7 +25,7 @@ from reverie.events import EventSink, EventType, JobEvent
 from reverie.fsutil import atomic_write_text
 from reverie.llm.errors import LLMError
 from reverie.llm.types import ModelClient
-from reverie.session_memory.cursor import cursor_at, last_turn_has_tool_calls
+from reverie.session_memory.cursor import MessageCursor, cursor_at, last_turn_has_tool_calls
 from reverie.session_memory.state import (
     ExtractionState,
     load_state,
@@ -37,7 +37,7 @@ from reverie.session_memory.template import (
     guard_update,
     load_template,
 )
-from reverie.session_memory.thresholds import ThresholdConfig, ThresholdDecision, evaluate
+from reverie.session_memory.thresholds import ThresholdConfig, ThresholdCounter, ThresholdDecision
 from reverie.session_memory.writers import NotesWriter, OfflineWriter, WriteOutcome, WriteRequest
 from reverie.transcripts.model import Message, Session
 
@@ -109,6 +109,15 @@ def _measure_tokens(messages: Sequence[Message]) -> int:
     return context_tokens(list(messages))
 
 
+def _extracted_point(messages: Sequence[Message]) -> tuple[int, MessageCursor | None, bool]:
+    """Context tokens, the cursor of the last main-chain message and whether the agent is mid
+    tool loop there: O(conversation), so a worker-thread job."""
+    main = main_chain(messages)
+    if not main:
+        return _measure_tokens(main), None, False
+    return _measure_tokens(main), cursor_at(main, -1), last_turn_has_tool_calls(main)
+
+
 class SessionMemoryManager:
     """Keeps every session's notes up to date. See the module docstring for the flow."""
 
@@ -128,6 +137,7 @@ class SessionMemoryManager:
         self._chains: dict[str, _Chain] = {}
         self._pending: dict[str, _Request] = {}
         self._states: dict[str, ExtractionState] = {}
+        self._counters: dict[str, tuple[ThresholdCounter, asyncio.Lock]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- public API -------------------------------------------------------------------------
@@ -231,16 +241,17 @@ class SessionMemoryManager:
     ) -> ThresholdDecision:
         state = self.state_for(session.id, workspace)
         config = ThresholdConfig.from_settings(self.settings)
-
-        def decide() -> tuple[ThresholdDecision, Any]:
-            main = main_chain(messages)
-            decision = evaluate(main, state, config, _measure_tokens(main))
-            return decision, (cursor_at(main, -1) if main else None)
-
-        decision, last_cursor = await asyncio.to_thread(decide)
-        if decision.due:
-            state.initialized = True
-            state.last_memory_cursor = last_cursor
+        key = self._key(session.id, workspace)
+        if key not in self._counters:
+            self._counters[key] = (ThresholdCounter(), asyncio.Lock())
+        counter, lock = self._counters[key]
+        async with lock:  # one thread at a time folds messages into a counter
+            # incremental: the cost follows what was appended, not the conversation
+            decision, last_cursor = await asyncio.to_thread(
+                counter.evaluate, messages, state, config
+            )
+            if decision.due:
+                counter.mark_due(state, last_cursor)
         return decision
 
     def _coalesce(self, request: _Request) -> bool:
@@ -378,14 +389,12 @@ class SessionMemoryManager:
                 "the notes file changed during the update; the hand edit is kept",
             )
 
-        main = main_chain(request.messages)
-        tokens = await asyncio.to_thread(_measure_tokens, main)
+        tokens, last, mid_tool_loop = await asyncio.to_thread(_extracted_point, request.messages)
         state.initialized = True
         state.tokens_at_last_extraction = tokens
-        if main:
-            last = cursor_at(main, -1)
+        if last is not None:
             state.last_extracted_cursor = last
-            if not last_turn_has_tool_calls(main):
+            if not mid_tool_loop:
                 state.last_summarized_cursor = last
         state.extractions += 1
         state.last_extraction_at = datetime.now(UTC)

@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reverie.config import Settings
-from reverie.session_memory.cursor import count_tool_calls_since, last_turn_has_tool_calls
+from reverie.session_memory.cursor import (
+    MessageCursor,
+    count_tool_calls_since,
+    fingerprint,
+    last_turn_has_tool_calls,
+)
 from reverie.session_memory.state import ExtractionState
 from reverie.transcripts.model import Message
+from reverie.transcripts.tokens import message_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +87,140 @@ def evaluate(
         False, current_tokens, new_tokens, tool_calls, natural_break,
         f"{tool_calls} tool calls < {config.tool_calls} and the agent is mid tool loop",
     )
+
+
+class ThresholdCounter:
+    """What ``evaluate`` needs, kept up to date as a conversation grows, for one session.
+
+    ``evaluate`` rescans the whole conversation; a session that grows by small appends would
+    pay O(conversation) per append (O(n^2) overall, holding the GIL the language server's
+    event loop needs). The counter folds in only the messages appended since its last call when
+    it is given the same, longer list again (the server's conversation cache extends one list
+    in place); any other list, or a cursor moved behind its back, triggers one full rescan.
+    """
+
+    __slots__ = (
+        "_list_id", "_seen", "_last", "_cursor", "_tool_calls", "_occurrences", "_last_main",
+        "_base_tokens", "_usage_api_id", "_tail_tokens", "_any_usage", "_turn_api_id",
+        "_turn_calls", "_prev_assistant", "_main_count",
+    )
+
+    def __init__(self) -> None:
+        self._list_id = 0
+        self._seen = 0
+        self._last: Message | None = None
+        self._cursor: object = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._seen = 0
+        self._last = None
+        self._tool_calls = 0
+        self._occurrences: dict[str, int] = {}
+        self._last_main: Message | None = None
+        self._main_count = 0
+        self._base_tokens = 0
+        self._usage_api_id: str | None = None
+        self._tail_tokens = 0
+        self._any_usage = False
+        self._turn_api_id: str | None = None
+        self._turn_calls = False
+        self._prev_assistant = False
+
+    def evaluate(
+        self, messages: Sequence[Message], state: ExtractionState, config: ThresholdConfig
+    ) -> tuple[ThresholdDecision, MessageCursor | None]:
+        """The same decision as ``evaluate(main_chain(messages), ...)``, and the cursor of the
+        last main-chain message (what ``state.last_memory_cursor`` becomes when it is due)."""
+        self._catch_up(messages, state)
+        tokens = self._base_tokens + self._tail_tokens if self._any_usage else self._tail_tokens
+        natural_break = self._main_count > 0 and not self._turn_calls
+        new_tokens = tokens - state.tokens_at_last_extraction
+        calls = self._tool_calls
+        cursor = None
+        if self._last_main is not None:
+            fp = fingerprint(self._last_main)
+            cursor = MessageCursor(fingerprint=fp, occurrence=self._occurrences.get(fp, 1))
+        if not state.initialized and tokens < config.init_tokens:
+            why = f"context {tokens} < {config.init_tokens} tokens to start"
+            return ThresholdDecision(False, tokens, new_tokens, calls, natural_break, why), cursor
+        if new_tokens < config.update_tokens:
+            why = f"{new_tokens} new tokens < {config.update_tokens}"
+            return ThresholdDecision(False, tokens, new_tokens, calls, natural_break, why), cursor
+        if calls >= config.tool_calls:
+            why = f"{new_tokens} new tokens and {calls} tool calls"
+            return ThresholdDecision(True, tokens, new_tokens, calls, natural_break, why), cursor
+        if natural_break:
+            why = f"{new_tokens} new tokens at a natural break"
+            return ThresholdDecision(True, tokens, new_tokens, calls, natural_break, why), cursor
+        why = f"{calls} tool calls < {config.tool_calls} and the agent is mid tool loop"
+        return ThresholdDecision(False, tokens, new_tokens, calls, natural_break, why), cursor
+
+    def mark_due(self, state: ExtractionState, cursor: MessageCursor | None) -> None:
+        """Record a positive decision: tool calls count again from the last message."""
+        state.initialized = True
+        state.last_memory_cursor = cursor
+        self._cursor = cursor
+        self._tool_calls = 0
+
+    def _catch_up(self, messages: Sequence[Message], state: ExtractionState) -> None:
+        same = (
+            id(messages) == self._list_id
+            and len(messages) >= self._seen
+            and (self._seen == 0 or messages[self._seen - 1] is self._last)
+            and state.last_memory_cursor is self._cursor
+        )
+        if not same:
+            self._reset()
+            self._list_id = id(messages)
+            self._cursor = state.last_memory_cursor
+        # a rescan looks for the cursor: tool calls count after it (unknown or gone: all)
+        cursor = None if same else state.last_memory_cursor
+        for index in range(self._seen, len(messages)):
+            message = messages[index]
+            if message.is_sidechain:
+                continue
+            self._add(message)
+            if cursor is not None:
+                fp = fingerprint(message)
+                if fp == cursor.fingerprint and self._occurrences[fp] == cursor.occurrence:
+                    self._tool_calls = 0  # the cursor: count from here
+                    cursor = None  # found
+                    continue
+            if message.role == "assistant":
+                self._tool_calls += len(message.tool_calls)
+        if cursor is not None:  # the cursor is gone: count everything
+            self._tool_calls = sum(
+                len(m.tool_calls) for m in messages if not m.is_sidechain and m.role == "assistant"
+            )
+        self._seen = len(messages)
+        self._last = messages[-1] if messages else None
+
+    def _add(self, message: Message) -> None:
+        fp = fingerprint(message)
+        self._occurrences[fp] = self._occurrences.get(fp, 0) + 1
+        self._last_main = message
+        self._main_count += 1
+        # context size: the last recorded usage plus estimates after it (see context_tokens)
+        if message.usage is not None:
+            self._any_usage = True
+            self._base_tokens = message.usage.context_tokens
+            self._usage_api_id = message.api_message_id
+            self._tail_tokens = 0
+        elif (
+            not self._any_usage
+            or self._usage_api_id is None
+            or message.api_message_id != self._usage_api_id
+        ):
+            self._tail_tokens += message_tokens(message)
+        # the last assistant turn: trailing assistant records sharing one api_message_id
+        if message.role != "assistant":
+            self._prev_assistant = False
+            return
+        api_id = message.api_message_id
+        if api_id is not None and self._prev_assistant and api_id == self._turn_api_id:
+            self._turn_calls = self._turn_calls or bool(message.tool_calls)
+        else:
+            self._turn_api_id = api_id
+            self._turn_calls = bool(message.tool_calls)
+        self._prev_assistant = True

@@ -32,6 +32,7 @@ DOC_SHOTS = {
     "01b-lock-status",
     "02-dream-now-input",
     "03-memory-saved-notification",
+    "03b-show-diff",
     "05-session-notes-folded",
     "06-problems-panel",
 }
