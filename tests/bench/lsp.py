@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import json
 import logging
@@ -25,6 +26,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -264,7 +266,37 @@ async def measure_startup(root: Path, runs: int = 5) -> list[float]:
     return times
 
 
-async def measure_latency(root: Path, load_mb: int) -> dict[str, Any]:
+@contextlib.contextmanager
+def fake_llm(root: Path, in_process: bool) -> Iterator[str]:
+    """The slow fake LLM's base URL. By default it runs in a process of its own: in this
+    process its threads would parse multi-megabyte request bodies under the GIL the client's
+    event loop needs, and their stalls would be counted as the server's latency."""
+    if in_process:
+        with FakeLLMServer(fallback=busy_model, slow=0.25) as fake:
+            yield fake.base_url
+        return
+    port_file = root / "fake-llm.port"
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reverie.testing.fake_llm", "--port-file", str(port_file),
+         "--slow", "0.25", "--responder", f"{Path(__file__).stem}:busy_model"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(HERE),
+                                                                       os.environ.get("PYTHONPATH"))))},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake LLM process did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def measure_latency(root: Path, load_mb: int, in_process: bool = False) -> dict[str, Any]:
     env, home, workspace = base_env(root / "latency")
     # generated beforehand: the client's own loop must only copy bytes while it measures
     source = root / "latency" / "load-source.jsonl"
@@ -276,14 +308,14 @@ async def measure_latency(root: Path, load_mb: int) -> dict[str, Any]:
             for r in (json.loads(line) for line in SMALL_SESSION.read_text().splitlines())
         )
     )
-    with FakeLLMServer(fallback=busy_model, slow=0.25) as fake:
+    with fake_llm(root / "latency", in_process) as base_url:
         server = await start_server(
             env,
             workspace,
             {
                 "provider": "openai",
                 "model": "bench",
-                "baseUrl": fake.base_url,
+                "baseUrl": base_url,
                 "apiKey": "bench-key",
                 "maxRetries": 0,
                 "dreamEnabled": False,
@@ -383,9 +415,9 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def run(load_mb: int, watch_gb: float, root: Path) -> Report:
+async def run(load_mb: int, watch_gb: float, root: Path, in_process: bool = False) -> Report:
     startup = await measure_startup(root)
-    latency = await measure_latency(root, load_mb)
+    latency = await measure_latency(root, load_mb, in_process)
     rss, peak, scan = await measure_memory(root, watch_gb)
     idle, load = latency["idle"], latency["load"]
     return Report(
@@ -413,13 +445,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=DATA)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--fake-llm-in-process",
+        action="store_true",
+        help="run the fake LLM in the client's process (as before 2026-11-29; its GIL stalls "
+        "then count as server latency)",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("pytest_lsp").setLevel(logging.CRITICAL)  # the servers' logs are noise here
     root = args.data_dir
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     try:
-        report = asyncio.run(run(args.load_mb, args.watch_gb, root))
+        report = asyncio.run(run(args.load_mb, args.watch_gb, root, args.fake_llm_in_process))
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

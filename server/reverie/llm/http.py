@@ -6,9 +6,13 @@ scrubbed of it, and ``repr`` of a client shows provider, model and URL only.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import functools
 import json
 import logging
+import os
+import ssl
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +54,25 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _encode_json(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@functools.cache
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client (per CA setting), as httpx would build it.
+
+    Building one loads the whole CA bundle (tens of milliseconds of CPU holding the GIL); a
+    client is created per job run, often on the event loop, so the context is built once and
+    shared (``SSLContext`` is safe to share between connections and threads).
+    """
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
 class HttpModelClient:
     """Base for HTTP providers. Subclasses build bodies and parse replies; this class sends them."""
 
@@ -78,6 +101,7 @@ class HttpModelClient:
             headers=self._auth_headers(self._api_key),
             timeout=httpx.Timeout(request_timeout, connect=connect_timeout),
             transport=transport,
+            verify=shared_ssl_context() if transport is None else True,
         )
 
     def __repr__(self) -> str:
@@ -163,7 +187,15 @@ class HttpModelClient:
     async def _request_json(
         self, method: str, path: str, *, json_body: dict[str, Any] | None = None
     ) -> Any:
-        response = await self._send(method, path, json=json_body)
+        if json_body is None:
+            response = await self._send(method, path)
+        else:
+            # a request carries the whole conversation (megabytes): encoded off the event loop,
+            # exactly as httpx's ``json=`` would encode it
+            content = await asyncio.to_thread(_encode_json, json_body)
+            response = await self._send(
+                method, path, content=content, headers={"Content-Type": "application/json"}
+            )
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reverie.background import run_in_background
 from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp.jobs import Job, JobResult
@@ -58,7 +59,8 @@ class ConversationCache:
         conversation = self._sessions.get(key)
         fresh = conversation is None
         if conversation is None:
-            messages = await asyncio.to_thread(_load_messages, ref)
+            # a whole transcript: CPU-heavy, at background priority
+            messages = await run_in_background(_load_messages, ref)
             conversation = _Conversation(session, messages, {m.id for m in messages})
             self._put(key, conversation)
         conversation.session = session
@@ -72,7 +74,7 @@ class ConversationCache:
         key = str(ref.path) + "::" + ref.session_id
         conversation = self._sessions.get(key)
         if conversation is None:
-            session, messages = await asyncio.to_thread(_load_session, ref)
+            session, messages = await run_in_background(_load_session, ref)
             conversation = _Conversation(session, messages, {m.id for m in messages})
             self._put(key, conversation)
         self._sessions.move_to_end(key)

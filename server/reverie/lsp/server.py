@@ -27,6 +27,7 @@ from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
 from reverie.lsp.adapters import ConversationCache, session_memory_sink
+from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.log import ClientLogHandler, level_number
 from reverie.lsp.progress import JobProgress
@@ -119,6 +120,8 @@ class ReverieLanguageServer(LanguageServer):
         )
         self.trackers: dict[Path, WorkspaceTracker] = {}
         self.conversations = ConversationCache()
+        #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
+        self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
         self._session_memory: SessionMemoryManager | None = None
@@ -429,6 +432,14 @@ class ReverieLanguageServer(LanguageServer):
                 await asyncio.to_thread(importlib.import_module, name)
             except Exception:  # a part that is missing shows up when it is used
                 logger.debug("could not pre-import %s", name, exc_info=True)
+        self.heap.settle()  # start-up data is long-lived: out of the collector's way
+        self.run_task(self.heap.tidy_when_idle(lambda: bool(self.jobs.running())), "heap")
+        try:  # loading the CA bundle takes tens of ms: not on the loop at the first job
+            from reverie.llm.http import shared_ssl_context
+
+            await asyncio.to_thread(shared_ssl_context)
+        except Exception:
+            logger.debug("could not prepare the TLS context", exc_info=True)
 
     async def start_tracking(self) -> None:
         from reverie.lsp.tracking import WorkspaceTracker

@@ -249,6 +249,8 @@ class WorkspaceTracker:
         self.last_activity = time.monotonic()
         if messages:
             await self._feed_session_memory(ref, session, messages)
+            # the conversation cache keeps these: freeze them out of the collector's traversals
+            self.server.heap.settle()
         self.schedule_dream_check()
 
     async def append_pushed(self, pushed: AppendMessagesParams) -> None:

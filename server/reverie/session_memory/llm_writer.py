@@ -21,6 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from reverie.background import run_in_background
 from reverie.fsutil import atomic_write_text
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.redact import redact
@@ -121,7 +122,7 @@ class LLMWriter:
 
     async def write(self, request: WriteRequest) -> WriteOutcome:
         settings = request.settings
-        conversation, redacted_conversation, whole = await asyncio.to_thread(_prepare, request)
+        conversation, redacted_conversation, whole = await run_in_background(_prepare, request)
         current, redacted_notes = redact(request.current_notes)
 
         notes_path = request.notes_path

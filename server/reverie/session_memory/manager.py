@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from reverie.background import run_in_background
 from reverie.config import ProjectPaths, Settings, ensure_private_dir
 from reverie.events import EventSink, EventType, JobEvent
 from reverie.fsutil import atomic_write_text
@@ -247,7 +248,7 @@ class SessionMemoryManager:
         counter, lock = self._counters[key]
         async with lock:  # one thread at a time folds messages into a counter
             # incremental: the cost follows what was appended, not the conversation
-            decision, last_cursor = await asyncio.to_thread(
+            decision, last_cursor = await run_in_background(
                 counter.evaluate, messages, state, config
             )
             if decision.due:
@@ -389,7 +390,7 @@ class SessionMemoryManager:
                 "the notes file changed during the update; the hand edit is kept",
             )
 
-        tokens, last, mid_tool_loop = await asyncio.to_thread(_extracted_point, request.messages)
+        tokens, last, mid_tool_loop = await run_in_background(_extracted_point, request.messages)
         state.initialized = True
         state.tokens_at_last_extraction = tokens
         if last is not None:

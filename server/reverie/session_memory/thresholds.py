@@ -99,12 +99,6 @@ class ThresholdCounter:
     in place); any other list, or a cursor moved behind its back, triggers one full rescan.
     """
 
-    __slots__ = (
-        "_list_id", "_seen", "_last", "_cursor", "_tool_calls", "_occurrences", "_last_main",
-        "_base_tokens", "_usage_api_id", "_tail_tokens", "_any_usage", "_turn_api_id",
-        "_turn_calls", "_prev_assistant", "_main_count",
-    )
-
     def __init__(self) -> None:
         self._list_id = 0
         self._seen = 0

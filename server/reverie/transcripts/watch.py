@@ -23,6 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import watchfiles
 from pydantic import BaseModel
 
+from reverie.background import lower_thread_priority
 from reverie.transcripts.discovery import (
     SessionRef,
     aider_history_files,
@@ -111,6 +113,19 @@ class SessionWatcher:
 
     # -- internals -----------------------------------------------------------------------------
     async def _run(self) -> AsyncIterator[SessionAppended]:
+        # parsing gets a thread of its own at background priority: a big append keeps it busy
+        # for seconds, and the event loop thread must win the CPU whenever it has work
+        parser = ThreadPoolExecutor(1, "reverie-parse", initializer=lower_thread_priority)
+        loop = asyncio.get_running_loop()
+        try:
+            async for event in self._run_with(parser, loop):
+                yield event
+        finally:
+            parser.shutdown(wait=False, cancel_futures=True)
+
+    async def _run_with(
+        self, parser: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop
+    ) -> AsyncIterator[SessionAppended]:
         queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]] = asyncio.Queue()
         # watch first, scan second: a session created in between is seen by one or the other
         started_ns = time.time_ns()
@@ -123,7 +138,8 @@ class SessionWatcher:
         stop_wait = asyncio.create_task(self._stop.wait())
         try:
             await self._until_ready(readies, tasks)
-            for event in await asyncio.to_thread(self._scan, not self._prime, started_ns):
+            for event in await loop.run_in_executor(parser, self._scan, not self._prime,
+                                                    started_ns):
                 yield event
             while not self._stop.is_set():
                 getter = asyncio.create_task(queue.get())
@@ -134,9 +150,9 @@ class SessionWatcher:
                     break
                 changes = getter.result()
                 if changes and next(iter(changes))[1] == "":  # catch-up marker
-                    events = await asyncio.to_thread(self._scan, True, None)
+                    events = await loop.run_in_executor(parser, self._scan, True, None)
                 else:
-                    events = await asyncio.to_thread(self._apply, changes)
+                    events = await loop.run_in_executor(parser, self._apply, changes)
                 for event in events:
                     yield event
         finally:

@@ -1,0 +1,69 @@
+"""Background-priority work: CPU-heavy jobs nobody is waiting on interactively.
+
+Parsing a large append, rescanning a long conversation or rendering it for the notes writer can
+keep a core busy for hundreds of milliseconds. In the language server that work shares the
+machine (and the GIL) with the event loop answering the editor; on Linux each thread has its own
+scheduling priority, so such work runs in threads niced to ``BACKGROUND_NICE``: the event loop
+thread wins the CPU whenever it has something to do, and the work still runs at full speed on an
+otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: ``nice`` value of background threads (0 = normal, 19 = lowest); never raises a priority
+BACKGROUND_NICE = 10
+
+
+def lower_thread_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux only: it schedules threads separately;
+    elsewhere the same call would renice the whole process, so it does nothing)."""
+    if sys.platform != "linux":
+        return
+    tid = threading.get_native_id()
+    try:
+        if os.getpriority(os.PRIO_PROCESS, tid) < BACKGROUND_NICE:
+            os.setpriority(os.PRIO_PROCESS, tid, BACKGROUND_NICE)
+    except OSError as exc:
+        logger.debug("cannot lower a worker thread's priority: %s", exc)
+
+
+async def run_in_background(func: Callable[..., T], /, *args: Any) -> T:
+    """``asyncio.to_thread`` for CPU-heavy work, in a fresh background-priority thread.
+
+    A thread of its own because a thread's priority cannot be raised back without privileges:
+    the shared default executor must keep normal priority for the work commands wait on.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():  # the awaiting task was cancelled meanwhile
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        lower_thread_priority()
+        try:
+            result = func(*args)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, name="reverie-background", daemon=True).start()
+    return await future

@@ -1,0 +1,40 @@
+"""The conversation shown to the notes writer: the most recent part, bounded, redacted."""
+
+from __future__ import annotations
+
+from reverie.session_memory import llm_writer
+from reverie.session_memory.conversation import render_messages
+from reverie.transcripts.model import Message
+
+TOKEN = "ghp_" + "a1B2c3D4e5" * 4  # a GitHub token shape
+
+
+def _conversation(count: int) -> list[Message]:
+    return [
+        Message(id=f"m{i}", role="user" if i % 2 else "assistant", text=f"turn {i} " + "x" * 900)
+        for i in range(count)
+    ]
+
+
+def test_short_conversation_is_rendered_whole_and_redacted() -> None:
+    messages = _conversation(5)
+    messages.append(Message(id="s", role="user", text=f"use {TOKEN} please"))
+    rendered, found = llm_writer._render(messages)
+    expected = render_messages(messages).replace(TOKEN, "[REDACTED:github]")
+    assert (rendered, found) == (expected, 1)
+
+
+def test_long_conversation_keeps_the_most_recent_part_within_budget(monkeypatch: object) -> None:
+    budget = 20_000
+    monkeypatch.setattr(llm_writer, "MAX_CONVERSATION_CHARS", budget)  # type: ignore[attr-defined]
+    messages = _conversation(400)  # ~370 KB rendered
+    messages[-3] = Message(id="s", role="user", text=f"token {TOKEN}")
+    messages[10] = Message(id="old", role="user", text=f"old {TOKEN}")
+    rendered, found = llm_writer._render(messages)
+    header, _, body = rendered.partition("\n")
+    assert header.startswith("[... ") and "earlier messages" in header
+    assert len(body) == budget
+    assert body.endswith(render_messages(messages[-1:]))
+    assert "turn 399" in body and "turn 11 " not in body
+    assert TOKEN not in rendered and "[REDACTED:github]" in body
+    assert found == 1  # only what is shown was scanned
