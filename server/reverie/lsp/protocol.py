@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from reverie.events import EventType
+
 # --- names -------------------------------------------------------------------------------------
 
 
@@ -60,20 +62,7 @@ class Notifications:
 SETTINGS_SECTION = "reverie"
 
 JobKindName = Literal["session_memory", "dream", "sleep"]
-JobEventType = Literal[
-    "start",
-    "progress",
-    "complete",
-    "skipped",
-    "coalesced",
-    "trailing_start",
-    "cancelled",
-    "error",
-    "denied",
-    "memory_saved",
-    "notes_updated",
-    "lock_changed",
-]
+JobEventType = EventType  # every runtime event type of the core reaches the client as is
 OutcomeType = Literal["complete", "skipped", "cancelled", "error"]
 
 
