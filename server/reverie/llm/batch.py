@@ -4,7 +4,12 @@
 doubling up to ``poll_max``) until the batch ends or ``timeout`` passes, and returns one
 ``BatchItemResult`` per request, in request order. Failures are per item: an errored, expired or
 cancelled item, a reply that fails its schema (batches get no repair round), or an item still
-pending at the timeout (the batch is then cancelled and whatever finished is kept).
+pending at the timeout. At the timeout the batch is cancelled and polled (same backoff, for at
+most ``cancel_grace``) until the cancel has taken effect, because both providers only hand out
+results once the batch has ended: Anthropic's results then say ``succeeded`` / ``errored`` for
+items that finished and ``canceled`` for the rest; OpenAI's output file holds the finished
+successes and its error file the failures plus the never-run requests (``batch_cancelled``).
+Finished items are kept as they are; the cancelled ones fail with "batch timed out after Ns".
 
 Providers without a batch API (offline, Ollama and other OpenAI-compatible servers that 404 the
 batch routes) take the synchronous path: ``client.complete`` per request, ``concurrency`` at a
@@ -71,6 +76,7 @@ async def run_batch(
     concurrency: int = 4,
     clock: Clock = time.monotonic,
     sleep: Sleep = asyncio.sleep,
+    cancel_grace: float = 600.0,
 ) -> list[BatchItemResult]:
     """Run ``requests`` through the provider's batch API when it has one, else one by one."""
     if not requests:
@@ -87,29 +93,20 @@ async def run_batch(
         logger.info("%s; running %d requests one by one", exc.message, len(requests))
         return await run_sync(client, requests, concurrency=concurrency)
     logger.info("%s batch %s submitted with %d requests", client.provider, batch_id, len(requests))
-    started = clock()
-    interval = poll_initial
-    timed_out = False
-    while not await runner.poll(batch_id):
-        remaining = timeout - (clock() - started)
-        if remaining <= 0:
-            timed_out = True
-            break
-        wait = min(interval, remaining)
-        logger.debug("batch %s still running; next poll in %.0fs", batch_id, wait)
-        await sleep(wait)
-        interval = min(interval * 2, poll_max)
+    poller = _Poller(runner, batch_id, poll_initial=poll_initial, poll_max=poll_max,
+                     clock=clock, sleep=sleep)
+    timed_out = not await poller.until_ended(timeout)
     if timed_out:
         logger.warning("batch %s timed out after %.0fs; cancelling and keeping partial results",
                        batch_id, timeout)
-        raw = await runner.cancel_and_collect(batch_id)
+        raw = await _cancel_and_collect(runner, poller, cancel_grace)
     else:
         raw = await runner.results(batch_id)
     by_wire = {wire: request for wire, request in zip(wire_ids, requests, strict=True)}
     results: dict[str, BatchItemResult] = {}
     for wire_id, item in raw.items():
         request = by_wire.get(wire_id)
-        if timed_out and item.error in ("canceled", "cancelled", "expired"):
+        if timed_out and item.cancelled:
             continue  # reported below as timed out
         if request is not None:
             results[wire_id] = _finish(item, request, client)
@@ -121,6 +118,53 @@ async def run_batch(
     failed = sum(1 for r in out if not r.ok)
     logger.info("batch %s: %d succeeded, %d failed", batch_id, len(out) - failed, failed)
     return out
+
+
+class _Poller:
+    """Polls one batch with exponential backoff (``poll_initial`` doubling to ``poll_max``)."""
+
+    def __init__(self, runner: _ProviderBatch, batch_id: str, *, poll_initial: float,
+                 poll_max: float, clock: Clock, sleep: Sleep) -> None:
+        self.runner = runner
+        self.batch_id = batch_id
+        self.poll_initial = poll_initial
+        self.poll_max = poll_max
+        self.clock = clock
+        self.sleep = sleep
+
+    async def until_ended(self, limit: float) -> bool:
+        """True once the batch has ended; False when ``limit`` seconds pass first."""
+        started = self.clock()
+        interval = self.poll_initial
+        while not await self.runner.poll(self.batch_id):
+            remaining = limit - (self.clock() - started)
+            if remaining <= 0:
+                return False
+            wait = min(interval, remaining)
+            logger.debug("batch %s still running; next poll in %.0fs", self.batch_id, wait)
+            await self.sleep(wait)
+            interval = min(interval * 2, self.poll_max)
+        return True
+
+
+async def _cancel_and_collect(
+    runner: _ProviderBatch, poller: _Poller, grace: float
+) -> dict[str, _RawItem]:
+    """Cancel, wait (bounded) for the cancel to end the batch, then read what finished."""
+    batch_id = poller.batch_id
+    try:
+        await runner.cancel(batch_id)
+    except LLMError as exc:  # e.g. it ended meanwhile: its results are still worth reading
+        logger.warning("could not cancel batch %s: %s", batch_id, exc.message)
+    try:
+        if not await poller.until_ended(grace):
+            logger.warning("batch %s still cancelling after %.0fs; no results kept",
+                           batch_id, grace)
+            return {}
+        return await runner.results(batch_id)
+    except LLMError as exc:
+        logger.warning("could not read the cancelled batch %s: %s", batch_id, exc.message)
+        return {}
 
 
 async def run_sync(
@@ -162,6 +206,7 @@ def _wire_ids(requests: Sequence[BatchRequest]) -> list[str]:
 class _RawItem(BaseModel):
     body: Any = None  # the provider's message / completion on success
     error: str | None = None
+    cancelled: bool = False  # never ran: the batch was cancelled or expired first
 
 
 def _finish(item: _RawItem, request: BatchRequest, client: HttpModelClient) -> BatchItemResult:
@@ -224,7 +269,7 @@ class _ProviderBatch:
     async def results(self, batch_id: str) -> dict[str, _RawItem]:
         raise NotImplementedError
 
-    async def cancel_and_collect(self, batch_id: str) -> dict[str, _RawItem]:
+    async def cancel(self, batch_id: str) -> None:
         raise NotImplementedError
 
     def body(self, request: BatchRequest) -> dict[str, Any]:
@@ -294,7 +339,11 @@ class _OpenAIBatch(_ProviderBatch):
                 continue
             message = ""
             if isinstance(error, dict):
-                message = str(error.get("message") or error.get("code") or "")
+                code = error.get("code")
+                if code in ("batch_cancelled", "batch_expired"):
+                    items[wire] = _RawItem(error=str(code), cancelled=True)
+                    continue
+                message = str(error.get("message") or code or "")
             body = response.get("body") if isinstance(response, dict) else None
             if not message and isinstance(body, dict) and isinstance(body.get("error"), dict):
                 message = str(body["error"].get("message") or "")
@@ -305,14 +354,8 @@ class _OpenAIBatch(_ProviderBatch):
             logger.warning("openai batch %s ended without results: %s", batch_id, detail)
         return items
 
-    async def cancel_and_collect(self, batch_id: str) -> dict[str, _RawItem]:
-        try:
-            await self.client.request_raw("POST", f"/batches/{batch_id}/cancel", retry=False)
-            self._last = await self.client.get_json(f"/batches/{batch_id}")
-        except LLMError as exc:
-            logger.warning("could not cancel batch %s: %s", batch_id, exc.message)
-            return {}
-        return await self.results(batch_id)
+    async def cancel(self, batch_id: str) -> None:
+        await self.client.request_raw("POST", f"/batches/{batch_id}/cancel", retry=False)
 
 
 class _AnthropicBatch(_ProviderBatch):
@@ -350,16 +393,10 @@ class _AnthropicBatch(_ProviderBatch):
                 message = inner.get("message") if isinstance(inner, dict) else None
                 items[wire] = _RawItem(error=f"errored: {message or 'request failed'}")
             else:
-                items[wire] = _RawItem(error=str(kind or "no result"))
+                items[wire] = _RawItem(error=str(kind or "no result"),
+                                       cancelled=kind in ("canceled", "expired"))
         return items
 
-    async def cancel_and_collect(self, batch_id: str) -> dict[str, _RawItem]:
-        try:
-            await self.client.request_raw("POST", f"/messages/batches/{batch_id}/cancel",
-                                          retry=False)
-            if not await self.poll(batch_id):
-                return {}
-            return await self.results(batch_id)
-        except LLMError as exc:
-            logger.warning("could not cancel batch %s: %s", batch_id, exc.message)
-            return {}
+    async def cancel(self, batch_id: str) -> None:
+        await self.client.request_raw("POST", f"/messages/batches/{batch_id}/cancel",
+                                      retry=False)

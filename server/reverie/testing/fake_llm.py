@@ -56,9 +56,22 @@ batch items, ``custom_id``), then uses ``scenario.default`` (a step replayed for
 neither it answers 400 "scenario exhausted" (not retried by clients, so a test that runs out of
 script fails loudly). ``slow`` delays every response. ``BatchBehaviour``: ``polls_before_done``
 (retrievals that still say in progress, default 1), ``never_end``, ``fail_custom_ids`` (items
-that fail with a 500), ``unsupported`` (batch routes answer 404, to test the sync fallback).
+that fail with a 500), ``unsupported`` (batch routes answer 404, to test the sync fallback),
+``finished_custom_ids`` (items that have finished even while the batch as a whole is still in
+progress: they survive a cancel) and ``cancel_polls`` (retrievals after a cancel that still say
+``canceling`` / ``cancelling``, default 0: the cancel ends the batch at once).
 Batch items take steps like model calls; a ``hang`` or ``malformed`` step there becomes a
 text reply.
+
+Cancelling a batch that has not ended follows the real APIs. Anthropic: ``processing_status``
+goes ``canceling`` then ``ended``; the results JSONL holds the finished items as they finished
+(``succeeded`` / ``errored``) and every other item as ``{"type": "canceled"}``, counted in
+``request_counts.canceled``. OpenAI: ``status`` goes ``cancelling`` then ``cancelled``; the
+finished successes are in the ``output_file_id`` file, finished failures in the
+``error_file_id`` file, and every request that never ran is in the error file too with
+``response: null`` and ``error.code == "batch_cancelled"`` (a file id is null when its file
+would be empty). So ``never_end`` with ``finished_custom_ids`` is "the batch never ends, some
+items did": after the cancel exactly those items have results.
 
 Recording
 ---------
@@ -192,6 +205,8 @@ class BatchBehaviour(BaseModel):
     never_end: bool = False
     fail_custom_ids: list[str] = Field(default_factory=list)
     unsupported: bool = False
+    finished_custom_ids: list[str] = Field(default_factory=list)
+    cancel_polls: int = 0
 
 
 class Scenario(BaseModel):
@@ -319,6 +334,7 @@ class _Batch:
     items: list[dict[str, Any]]  # per item: custom_id, ok, status, body
     polls: int = 0
     cancelled: bool = False
+    cancel_polls_left: int = 0
     input_file_id: str | None = None
     output_file_id: str | None = None
     error_file_id: str | None = None
@@ -682,7 +698,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, self._openai_batch_object(batch, poll=True))
                 return
             if method == "POST" and len(parts) == 3 and parts[2] == "cancel":
-                batch.cancelled = True
+                self._cancel(batch)
                 self._send(200, self._openai_batch_object(batch, poll=False))
                 return
         if parts[0] == "messages" and len(parts) >= 2 and parts[1] == "batches":
@@ -700,12 +716,13 @@ class _Handler(BaseHTTPRequestHandler):
                 if not self._batch_done(batch):
                     self._send(400, _error_body("anthropic", 400, "batch still processing"))
                     return
-                lines = [json.dumps(_anthropic_result_line(item, batch)) for item in batch.items]
+                lines = [json.dumps(_anthropic_result_line(item, batch, self._finished(batch)))
+                         for item in batch.items]
                 self._send(200, ("\n".join(lines) + "\n").encode(),
                            {"Content-Type": "application/binary"})
                 return
             if method == "POST" and len(parts) == 4 and parts[3] == "cancel":
-                batch.cancelled = True
+                self._cancel(batch)
                 self._send(200, self._anthropic_batch_object(batch, poll=False))
                 return
         self._send(404, _openai_error(f"no route for {method} {route}", "not_found"))
@@ -770,10 +787,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.state.batches[batch.id] = batch
         self._send(200, self._anthropic_batch_object(batch, poll=False))
 
+    def _cancel(self, batch: _Batch) -> None:
+        if not batch.cancelled and not self._batch_done(batch):
+            batch.cancelled = True
+            batch.cancel_polls_left = self.state.scenario.batch.cancel_polls
+
+    def _finished(self, batch: _Batch) -> set[str]:
+        """Custom ids with a result: all once the batch completed, else the scripted ones."""
+        if self._batch_done(batch) and not batch.cancelled:
+            return {i["custom_id"] for i in batch.items}
+        return set(self.state.scenario.batch.finished_custom_ids)
+
+    def _after_retrieval(self, batch: _Batch) -> None:
+        if batch.cancelled and batch.cancel_polls_left > 0:
+            batch.cancel_polls_left -= 1
+
     def _batch_done(self, batch: _Batch) -> bool:
         behaviour = self.state.scenario.batch
         if batch.cancelled:
-            return True
+            return batch.cancel_polls_left <= 0
         if behaviour.never_end:
             return False
         return batch.polls > behaviour.polls_before_done
@@ -782,8 +814,14 @@ class _Handler(BaseHTTPRequestHandler):
         if poll:
             batch.polls += 1
         done = self._batch_done(batch)
-        ok = [i for i in batch.items if i["status"] == 200]
-        failed = [i for i in batch.items if i["status"] != 200]
+        if poll:
+            self._after_retrieval(batch)
+        finished = self._finished(batch)
+        ok = [i for i in batch.items if i["status"] == 200 and i["custom_id"] in finished]
+        failed = [i for i in batch.items if i["status"] != 200 and i["custom_id"] in finished]
+        if done and batch.cancelled and batch.output_file_id is None \
+                and batch.error_file_id is None:
+            self._write_cancelled_files(batch, ok, failed)
         if done and batch.output_file_id is None and not batch.cancelled:
             lines = [json.dumps(_openai_result_line(i, self.state.next_id)) for i in ok]
             batch.output_file_id = self.state.next_id("file-")
@@ -795,7 +833,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.state.files[batch.error_file_id] = (
                     "errors.jsonl", ("\n".join(err_lines) + "\n").encode())
         if batch.cancelled:
-            status = "cancelled"
+            status = "cancelled" if done else "cancelling"
         elif done:
             status = "completed"
         else:
@@ -808,22 +846,43 @@ class _Handler(BaseHTTPRequestHandler):
             "errors": None,
             "request_counts": {
                 "total": len(batch.items),
-                "completed": len(ok) if done else 0,
-                "failed": len(failed) if done else 0,
+                "completed": len(ok),
+                "failed": len(failed) + (len(batch.items) - len(finished & _ids(batch))
+                                         if done and batch.cancelled else 0),
             },
         }
+
+    def _write_cancelled_files(self, batch: _Batch, ok: list[dict[str, Any]],
+                               failed: list[dict[str, Any]]) -> None:
+        """A cancelled OpenAI batch: finished results kept, never-run requests in the errors."""
+        next_id = self.state.next_id
+        finished = {i["custom_id"] for i in ok + failed}
+        out_lines = [json.dumps(_openai_result_line(i, next_id)) for i in ok]
+        err_lines = [json.dumps(_openai_result_line(i, next_id)) for i in failed]
+        err_lines += [json.dumps(_openai_cancelled_line(i, next_id))
+                      for i in batch.items if i["custom_id"] not in finished]
+        if out_lines:
+            batch.output_file_id = next_id("file-")
+            self.state.files[batch.output_file_id] = (
+                "output.jsonl", ("\n".join(out_lines) + "\n").encode())
+        if err_lines:
+            batch.error_file_id = next_id("file-")
+            self.state.files[batch.error_file_id] = (
+                "errors.jsonl", ("\n".join(err_lines) + "\n").encode())
 
     def _anthropic_batch_object(self, batch: _Batch, *, poll: bool) -> dict[str, Any]:
         if poll:
             batch.polls += 1
         done = self._batch_done(batch)
-        ok = sum(1 for i in batch.items if i["status"] == 200)
+        if poll:
+            self._after_retrieval(batch)
+        finished = self._finished(batch) & _ids(batch)
+        ok = sum(1 for i in batch.items if i["status"] == 200 and i["custom_id"] in finished)
         total = len(batch.items)
-        counts = {"processing": total, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        counts = {"processing": total - len(finished), "succeeded": ok,
+                  "errored": len(finished) - ok, "canceled": 0, "expired": 0}
         if done and batch.cancelled:
-            counts.update(processing=0, canceled=total)
-        elif done:
-            counts.update(processing=0, succeeded=ok, errored=total - ok)
+            counts.update(processing=0, canceled=total - len(finished))
         return {
             "id": batch.id, "type": "message_batch",
             "processing_status": (
@@ -857,8 +916,19 @@ def _openai_result_line(item: dict[str, Any], next_id: Callable[[str], str]) -> 
     return line
 
 
-def _anthropic_result_line(item: dict[str, Any], batch: _Batch) -> dict[str, Any]:
-    if batch.cancelled:
+def _ids(batch: _Batch) -> set[str]:
+    return {str(i["custom_id"]) for i in batch.items}
+
+
+def _openai_cancelled_line(item: dict[str, Any], next_id: Callable[[str], str]) -> dict[str, Any]:
+    return {"id": next_id("batch_req_"), "custom_id": item["custom_id"], "response": None,
+            "error": {"code": "batch_cancelled",
+                      "message": "The batch was cancelled before this request executed."}}
+
+
+def _anthropic_result_line(item: dict[str, Any], batch: _Batch,
+                           finished: set[str]) -> dict[str, Any]:
+    if batch.cancelled and item["custom_id"] not in finished:
         return {"custom_id": item["custom_id"], "result": {"type": "canceled"}}
     if item["status"] == 200:
         return {"custom_id": item["custom_id"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from pydantic import BaseModel
@@ -144,3 +145,89 @@ async def test_offline_batch_is_synchronous_and_deterministic() -> None:
 async def test_fake_server_batch_behaviour_in_constructor() -> None:
     async with FakeLLMServer(batch=BatchBehaviour(unsupported=True)) as srv:
         assert srv.scenario.batch.unsupported
+
+
+async def test_never_ending_batch_keeps_the_items_that_finished(
+    server: FakeLLMServer, make_client: ClientFactory, provider: str
+) -> None:
+    server.set_fallback(_echo)
+    server.scenario.batch = BatchBehaviour(never_end=True, finished_custom_ids=["conv-0", "conv-2"],
+                                           cancel_polls=2)
+    clock = FakeClock()
+    results = await run_batch(make_client(), _requests(3), clock=clock, sleep=clock.sleep)
+
+    # The full 2 h timeout elapsed on the fake clock, then two polls while the cancel settled.
+    assert sum(clock.sleeps[:-2]) == 7200
+    assert clock.sleeps[-2:] == [5, 10]
+    assert [r.ok for r in results] == [True, False, True]
+    assert [r.parsed.summary for r in (results[0], results[2])] == ["conversation 0",
+                                                                    "conversation 2"]
+    assert results[1].error == "batch timed out after 7200s"
+    assert results[1].parsed is None and results[1].usage.input_tokens == 0
+    assert all(r.usage.input_tokens > 0 and r.usage.output_tokens > 0
+               for r in (results[0], results[2]))
+
+    paths = [r.path for r in server.requests]
+    cancels = [i for i, p in enumerate(paths) if p.endswith("/cancel")]
+    assert len(cancels) == 1 and server.requests[cancels[0]].method == "POST"
+    reads = [p for p in paths[cancels[0]:] if p.endswith(("/results", "/content"))]
+    assert reads  # results were read only after the cancel
+    assert not any(p.endswith(("/results", "/content")) for p in paths[:cancels[0]])
+    if provider == "openai":
+        assert len(reads) == 2  # the output file and the error file
+
+
+async def test_cancel_that_never_settles_fails_every_item_after_the_grace(
+    server: FakeLLMServer, make_client: ClientFactory
+) -> None:
+    server.set_fallback(_echo)
+    server.scenario.batch = BatchBehaviour(never_end=True, finished_custom_ids=["conv-0"],
+                                           cancel_polls=1000)
+    clock = FakeClock()
+    results = await run_batch(make_client(), _requests(2), timeout=100, cancel_grace=30,
+                              clock=clock, sleep=clock.sleep)
+    assert sum(clock.sleeps) == 130
+    assert [r.error for r in results] == ["batch timed out after 100s"] * 2
+    assert not any(r.path.endswith(("/results", "/content")) for r in server.requests)
+
+
+async def test_fake_cancelled_batch_wire_shape(server: FakeLLMServer, provider: str) -> None:
+    """What a client reading the cancelled batch by hand sees, per provider."""
+    import httpx
+
+    server.set_fallback(_echo)
+    server.scenario.batch = BatchBehaviour(never_end=True, finished_custom_ids=["a"],
+                                           fail_custom_ids=["b"])
+    lines = [{"custom_id": c, "params": {"model": "m", "max_tokens": 5,
+                                         "messages": [{"role": "user", "content": c}]}}
+             for c in ("a", "b", "c")]
+    async with httpx.AsyncClient(base_url=server.base_url) as http:
+        if provider == "anthropic":
+            created = (await http.post("/messages/batches", json={"requests": lines})).json()
+            status = (await http.get(f"/messages/batches/{created['id']}")).json()
+            assert status["processing_status"] == "in_progress"
+            assert status["request_counts"]["succeeded"] == 1
+            cancel = (await http.post(f"/messages/batches/{created['id']}/cancel")).json()
+            assert cancel["processing_status"] == "ended"
+            assert cancel["request_counts"]["canceled"] == 2
+            body = (await http.get(f"/messages/batches/{created['id']}/results")).text
+            kinds = {row["custom_id"]: row["result"]["type"]
+                     for row in map(json.loads, body.splitlines())}
+            assert kinds == {"a": "succeeded", "b": "canceled", "c": "canceled"}
+            return
+        payload = "\n".join(json.dumps({"custom_id": line["custom_id"], "method": "POST",
+                                        "url": "/v1/chat/completions", "body": line["params"]})
+                            for line in lines)
+        file_id = (await http.post("/files", data={"purpose": "batch"},
+                                   files={"file": ("in.jsonl", payload.encode())})).json()["id"]
+        created = (await http.post("/batches", json={
+            "input_file_id": file_id, "endpoint": "/v1/chat/completions",
+            "completion_window": "24h"})).json()
+        cancel = (await http.post(f"/batches/{created['id']}/cancel")).json()
+        assert cancel["status"] == "cancelled"
+        output = (await http.get(f"/files/{cancel['output_file_id']}/content")).text
+        errors = (await http.get(f"/files/{cancel['error_file_id']}/content")).text
+    assert [json.loads(row)["custom_id"] for row in output.splitlines()] == ["a"]
+    error_rows = [json.loads(row) for row in errors.splitlines()]
+    assert [(r["custom_id"], r["response"], r["error"]["code"]) for r in error_rows] == [
+        ("b", None, "batch_cancelled"), ("c", None, "batch_cancelled")]
