@@ -196,7 +196,7 @@ async def test_fake_cancelled_batch_wire_shape(server: FakeLLMServer, provider: 
     import httpx
 
     server.set_fallback(_echo)
-    server.scenario.batch = BatchBehaviour(never_end=True, finished_custom_ids=["a"],
+    server.scenario.batch = BatchBehaviour(never_end=True, finished_custom_ids=["a", "b"],
                                            fail_custom_ids=["b"])
     lines = [{"custom_id": c, "params": {"model": "m", "max_tokens": 5,
                                          "messages": [{"role": "user", "content": c}]}}
@@ -207,13 +207,14 @@ async def test_fake_cancelled_batch_wire_shape(server: FakeLLMServer, provider: 
             status = (await http.get(f"/messages/batches/{created['id']}")).json()
             assert status["processing_status"] == "in_progress"
             assert status["request_counts"]["succeeded"] == 1
+            assert status["request_counts"]["errored"] == 1
             cancel = (await http.post(f"/messages/batches/{created['id']}/cancel")).json()
             assert cancel["processing_status"] == "ended"
-            assert cancel["request_counts"]["canceled"] == 2
+            assert cancel["request_counts"]["canceled"] == 1
             body = (await http.get(f"/messages/batches/{created['id']}/results")).text
             kinds = {row["custom_id"]: row["result"]["type"]
                      for row in map(json.loads, body.splitlines())}
-            assert kinds == {"a": "succeeded", "b": "canceled", "c": "canceled"}
+            assert kinds == {"a": "succeeded", "b": "errored", "c": "canceled"}
             return
         payload = "\n".join(json.dumps({"custom_id": line["custom_id"], "method": "POST",
                                         "url": "/v1/chat/completions", "body": line["params"]})
@@ -229,5 +230,6 @@ async def test_fake_cancelled_batch_wire_shape(server: FakeLLMServer, provider: 
         errors = (await http.get(f"/files/{cancel['error_file_id']}/content")).text
     assert [json.loads(row)["custom_id"] for row in output.splitlines()] == ["a"]
     error_rows = [json.loads(row) for row in errors.splitlines()]
-    assert [(r["custom_id"], r["response"], r["error"]["code"]) for r in error_rows] == [
-        ("b", None, "batch_cancelled"), ("c", None, "batch_cancelled")]
+    assert [(r["custom_id"], r["error"]["code"]) for r in error_rows] == [
+        ("b", "server_error"), ("c", "batch_cancelled")]
+    assert error_rows[0]["response"]["status_code"] == 500 and error_rows[1]["response"] is None
