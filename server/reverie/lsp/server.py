@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
+import threading
 import time
 from collections.abc import Coroutine, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -40,6 +43,7 @@ from reverie.lsp.protocol import (
     StatusResult,
     Wire,
 )
+from reverie.lsp.stdio import LoopPipeReader, can_read_on_loop
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
@@ -133,6 +137,34 @@ class ReverieLanguageServer(LanguageServer):
         self.shutting_down = False
         #: level of the stderr handler (set by ``reverie serve`` from ``--log-level``)
         self.stderr_level = logging.WARNING
+
+    # --- transport ----------------------------------------------------------------------------
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """pygls' stdio server, but reading stdin on the event loop when it is a pipe or a
+        socket (``reverie.lsp.stdio``: no thread hand-off per line); otherwise pygls' own."""
+        stdin = stdin or sys.stdin.buffer
+        if not can_read_on_loop(stdin):
+            super().start_io(stdin, stdout)
+            return
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(
+                run_async(
+                    stop_event=self._stop_event,
+                    reader=LoopPipeReader(stdin),
+                    protocol=self.protocol,
+                    logger=logger,
+                    error_handler=self.report_server_error,
+                )
+            )
+        except BrokenPipeError:
+            logger.error("Connection to the client is lost! Shutting down the server.")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
 
     # --- settings ------------------------------------------------------------------------------
 
