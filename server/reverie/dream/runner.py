@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reverie.background import run_in_background
 from reverie.config import ProjectPaths, Settings
 from reverie.dream.daily_log import LogScan, mark_consolidated, scan_unconsolidated
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
@@ -107,6 +108,8 @@ class _RedactingClient:
         self.inner = inner
         self.provider = inner.provider
         self.model = inner.model
+        #: content -> redacted content: every turn resends the whole history, redact it once
+        self._redacted: dict[str, str] = {}
 
     @property
     def is_offline(self) -> bool:
@@ -121,9 +124,19 @@ class _RedactingClient:
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
     ) -> ModelReply:
-        clean = [m.model_copy(update={"content": redact(m.content)[0]}) for m in messages]
+        # off the event loop: the brief and the tool results (transcripts, notes) can be large
+        clean = await run_in_background(self._clean, list(messages))
         return await self.inner.complete(clean, system=system, tools=tools,
                                          output_schema=output_schema, max_tokens=max_tokens)
+
+    def _clean(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        clean: list[ChatMessage] = []
+        for message in messages:
+            text = self._redacted.get(message.content)
+            if text is None:
+                text = self._redacted[message.content] = redact(message.content)[0]
+            clean.append(message.model_copy(update={"content": text}))
+        return clean
 
     async def aclose(self) -> None:
         await self.inner.aclose()
