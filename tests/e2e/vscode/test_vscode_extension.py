@@ -152,9 +152,10 @@ def test_dream_now_shows_memory_saved_notification(
     expect(page.locator(".tabs-container .tab", has_text="(Reverie run").first).to_be_visible(
         timeout=20_000
     )
-    diff = page.locator(".monaco-diff-editor").first
+    # the diff editor on screen (other tabs keep theirs in the DOM, hidden) shows the new text
+    diff = page.locator(".monaco-diff-editor:visible").first
     expect(diff).to_be_visible(timeout=20_000)
-    expect(diff.locator(".modified .view-lines")).to_contain_text("#", timeout=10_000)
+    expect(diff.locator(".modified .view-lines")).to_contain_text("# ", timeout=20_000)
     page.wait_for_timeout(500)  # let the diff decorations paint before the screenshot
     shot(page, artifacts, "03b-show-diff")
     run_command(page, "View: Close All Editors")
