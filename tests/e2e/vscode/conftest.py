@@ -33,18 +33,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CODE_SERVER_VERSION = "4.100.3"
 
 
-def _editor_workspace() -> ModuleType:
-    name = "reverie_e2e_editor_workspace"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "editor_workspace.py"
-        )
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
 
 @dataclass(frozen=True)
 class Tools:
@@ -53,9 +41,6 @@ class Tools:
     chromium: Path
 
 
-@pytest.fixture(scope="module")
-def editors() -> ModuleType:
-    return _editor_workspace()
 
 
 @pytest.fixture(scope="module")

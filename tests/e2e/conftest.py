@@ -1,4 +1,4 @@
-"""Fixtures of the Neovim client test (shared set-up in ../editor_workspace.py)."""
+"""Fixtures shared by the real-editor tests (VS Code and Neovim)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,23 @@ from types import ModuleType
 
 import pytest
 
+_MODULE = "reverie_e2e_editor_workspace"
+
 
 def _editor_workspace() -> ModuleType:
-    name = "reverie_e2e_editor_workspace"
-    if name not in sys.modules:
+    """``editor_workspace.py``, loaded once (tests are not a package under importlib mode)."""
+    if _MODULE not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / "editor_workspace.py"
+            _MODULE, Path(__file__).resolve().parent / "editor_workspace.py"
         )
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[_MODULE] = module
         spec.loader.exec_module(module)
-    return sys.modules[name]
+    return sys.modules[_MODULE]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def editors() -> ModuleType:
     """The shared helpers: make_agent_workspace, scratch_env, missing_tool, SECTION_HEADERS."""
     return _editor_workspace()
