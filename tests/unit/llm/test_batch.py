@@ -11,6 +11,7 @@ from reverie.llm.batch import BatchRequest, run_batch
 from reverie.llm.http import HttpModelClient
 from reverie.llm.offline import OfflineClient
 from reverie.llm.types import ChatMessage
+from reverie.testing.clock import FakeClock
 from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 ClientFactory = Callable[..., HttpModelClient]
@@ -21,17 +22,6 @@ class Summary(BaseModel):
     candidates: list[str]
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def _requests(n: int, schema: type[BaseModel] | None = Summary) -> list[BatchRequest]:

@@ -17,6 +17,7 @@ from reverie.config import ProjectPaths, Settings
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
+from reverie.testing.clock import FakeClock
 from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 NAYA_FIXTURE = ("codex/codemie-code/sessions/2026/05/11/"
@@ -24,17 +25,6 @@ NAYA_FIXTURE = ("codex/codemie-code/sessions/2026/05/11/"
 NAYA_CWD = "/Users/Sample_User/naya"
 
 
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def add_third_session(workspace: Any, transcripts_dir: Path) -> None:
@@ -77,7 +67,7 @@ async def test_never_ending_batch_keeps_finished_summaries_and_rem_runs(
         settings = Settings(provider=provider, base_url=server.base_url, api_key="test-key",
                             max_retries=0)
         memory = ProjectPaths(settings, workspace.root).memory_dir
-        fake_time = FakeTime()
+        fake_time = FakeClock()
         report = await SleepCycle(settings, tracer=SleepTracer(use_otel=False),
                                   sleep=fake_time.sleep, monotonic=fake_time.monotonic,
                                   lock_wait_seconds=0).run(workspace.root)

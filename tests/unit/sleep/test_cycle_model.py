@@ -16,6 +16,7 @@ from reverie.memory.lock import LOCK_NAME
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
+from reverie.testing.clock import FakeClock
 from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 PROVIDERS = ["openai", "anthropic"]
@@ -63,23 +64,10 @@ def settings_for(provider: str, server: FakeLLMServer, **kw: Any) -> Settings:
                     max_retries=0, **kw)
 
 
-class FakeTime:
-    """Monotonic clock + sleep that advance together, so a 2 h timeout takes no time."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
-def cycle(settings: Settings, fake_time: FakeTime | None = None, **kw: Any) -> SleepCycle:
-    fake_time = fake_time or FakeTime()
+def cycle(settings: Settings, fake_time: FakeClock | None = None, **kw: Any) -> SleepCycle:
+    fake_time = fake_time or FakeClock()
     return SleepCycle(settings, tracer=SleepTracer(use_otel=False), sleep=fake_time.sleep,
                       monotonic=fake_time.monotonic, lock_wait_seconds=0, **kw)
 
@@ -102,7 +90,7 @@ async def test_all_items_succeed(provider: str, workspace) -> None:
         settings = settings_for(provider, server)
         memory = ProjectPaths(settings, workspace.root).memory_dir
         seed_memory(memory)
-        fake_time = FakeTime()
+        fake_time = FakeClock()
         report = await cycle(settings, fake_time).run(workspace.root)
         paths = [r.path for r in server.requests]
 
@@ -164,7 +152,7 @@ async def test_batch_that_never_ends_times_out_without_waiting(provider: str, wo
         memory = ProjectPaths(settings, workspace.root).memory_dir
         seed_memory(memory)
         before = digest(memory)
-        fake_time = FakeTime()
+        fake_time = FakeClock()
         report = await cycle(settings, fake_time).run(workspace.root)
         rem_calls = [r for r in server.model_requests() if "memory keeper" in r.body]
 
