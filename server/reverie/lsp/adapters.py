@@ -13,93 +13,95 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reverie.background import run_in_background
 from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp.jobs import Job, JobResult
+from reverie.session_memory.source import Runner, TranscriptConversation, load_session_digests
+from reverie.transcripts.digest import MessageDigest
 
 if TYPE_CHECKING:
     from reverie.lsp.server import ReverieLanguageServer
     from reverie.lsp.tracking import WorkspaceTracker
     from reverie.memory.lock import LockStatus
     from reverie.transcripts.discovery import SessionRef
-    from reverie.transcripts.model import Message, Session
+    from reverie.transcripts.model import Session
 
 logger = logging.getLogger(__name__)
 
-#: full message lists kept in memory, for the most recently active sessions only
-MAX_CACHED_SESSIONS = 4
+#: sessions whose digests are kept (a digest is a few hundred bytes per message)
+MAX_TRACKED_SESSIONS = 16
 
 
 @dataclass
-class _Conversation:
+class _Tracked:
     session: Session
-    messages: list[Message]
+    digests: list[MessageDigest]
     ids: set[str] = field(default_factory=set)
 
 
-class ConversationCache:
-    """The whole conversation of recently active sessions (session memory needs all of it).
+class ConversationDigests:
+    """Message digests of recently active sessions: all the server keeps of a conversation.
 
-    Filled from the transcript on a session's first append, then extended by appended messages
-    (cost proportional to the append, not the conversation); least recently used sessions are
-    dropped and re-read from disk if they become active again.
+    Filled from the transcript (read and parsed in the parse worker process) on a session's first
+    append, then extended by appended digests (cost proportional to the append); least recently
+    used sessions are dropped and read again if they become active again. The messages
+    themselves are read from the transcript only when an extraction runs
+    (``session_memory.source.TranscriptConversation``).
     """
 
-    def __init__(self, size: int = MAX_CACHED_SESSIONS) -> None:
+    def __init__(self, run: Runner, size: int = MAX_TRACKED_SESSIONS) -> None:
+        self._run = run
         self._size = size
-        self._sessions: OrderedDict[str, _Conversation] = OrderedDict()
+        self._sessions: OrderedDict[str, _Tracked] = OrderedDict()
 
     async def extend(
-        self, ref: SessionRef, session: Session, appended: list[Message]
-    ) -> tuple[list[Message], bool]:
+        self, ref: SessionRef, session: Session, appended: list[MessageDigest]
+    ) -> tuple[TranscriptConversation, bool]:
         """The whole conversation, and whether ``appended`` brought anything not seen before
         (the same messages can be reported twice, e.g. a pushed chat and then its transcript)."""
-        key = str(ref.path) + "::" + ref.session_id
-        conversation = self._sessions.get(key)
-        fresh = conversation is None
-        if conversation is None:
-            # a whole transcript: CPU-heavy, at background priority
-            messages = await run_in_background(_load_messages, ref)
-            conversation = _Conversation(session, messages, {m.id for m in messages})
-            self._put(key, conversation)
-        conversation.session = session
-        new = [m for m in appended if m.id not in conversation.ids]
-        conversation.messages.extend(new)
-        conversation.ids.update(m.id for m in new)
+        key = _key(ref)
+        tracked = self._sessions.get(key)
+        fresh = tracked is None
+        if tracked is None:
+            _session, digests = await self._load(ref)
+            tracked = _Tracked(session, digests, {d.id for d in digests})
+            self._put(key, tracked)
+        tracked.session = session
+        new = [d for d in appended if d.id not in tracked.ids]
+        tracked.digests.extend(new)
+        tracked.ids.update(d.id for d in new)
         self._sessions.move_to_end(key)
-        return conversation.messages, fresh or bool(new)
+        return self._conversation(ref, tracked), fresh or bool(new)
 
-    async def full(self, ref: SessionRef) -> tuple[Session, list[Message]]:
-        key = str(ref.path) + "::" + ref.session_id
-        conversation = self._sessions.get(key)
-        if conversation is None:
-            session, messages = await run_in_background(_load_session, ref)
-            conversation = _Conversation(session, messages, {m.id for m in messages})
-            self._put(key, conversation)
+    async def get(self, ref: SessionRef) -> tuple[Session, TranscriptConversation]:
+        key = _key(ref)
+        tracked = self._sessions.get(key)
+        if tracked is None:
+            session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
+            tracked = _Tracked(session, digests, {d.id for d in digests})
+            self._put(key, tracked)
         self._sessions.move_to_end(key)
-        return conversation.session, conversation.messages
+        return tracked.session, self._conversation(ref, tracked)
 
-    def _put(self, key: str, conversation: _Conversation) -> None:
-        self._sessions[key] = conversation
+    def _conversation(self, ref: SessionRef, tracked: _Tracked) -> TranscriptConversation:
+        return TranscriptConversation(ref.path, ref.session_id, tracked.digests, self._run)
+
+    async def _load(self, ref: SessionRef) -> tuple[Session | None, list[MessageDigest]]:
+        try:
+            session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
+        except Exception as exc:  # unreadable now: start from what was appended
+            logger.warning("cannot read %s: %s", ref.path, exc)
+            return None, []
+        return session, digests
+
+    def _put(self, key: str, tracked: _Tracked) -> None:
+        self._sessions[key] = tracked
         while len(self._sessions) > self._size:
             self._sessions.popitem(last=False)
 
 
-def _load_session(ref: SessionRef) -> tuple[Session, list[Message]]:
-    from reverie.transcripts.reader import load_transcript
-
-    # one file can hold many sessions (Aider): read the ref's own
-    transcript = load_transcript(ref.path, session_id=ref.session_id)
-    return transcript.session, transcript.messages
-
-
-def _load_messages(ref: SessionRef) -> list[Message]:
-    try:
-        return _load_session(ref)[1]
-    except Exception as exc:  # unreadable now: start from what was appended
-        logger.warning("cannot read %s: %s", ref.path, exc)
-        return []
+def _key(ref: SessionRef) -> str:
+    return f"{ref.path}::{ref.session_id}"
 
 
 # --- session memory ------------------------------------------------------------------------------
@@ -168,13 +170,13 @@ def _tracker_of(server: ReverieLanguageServer, event: JobEvent) -> WorkspaceTrac
 
 
 async def feed_session_memory(
-    tracker: WorkspaceTracker, ref: SessionRef, session: Session, appended: list[Message]
+    tracker: WorkspaceTracker, ref: SessionRef, session: Session, appended: list[MessageDigest]
 ) -> None:
     """Appended messages: the manager applies the thresholds and starts an extraction if due."""
     server = tracker.server
-    messages, fresh = await server.conversations.extend(ref, session, appended)
+    conversation, fresh = await server.conversations.extend(ref, session, appended)
     if fresh:
-        await server.session_memory().on_messages(session, messages, tracker.folder)
+        await server.session_memory().on_conversation(session, conversation, tracker.folder)
 
 
 def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
@@ -185,9 +187,9 @@ def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
         return running
 
     async def body(job: Job) -> JobResult:
-        session, messages = await server.conversations.full(ref)
-        result = await server.session_memory().extract(
-            session, messages, tracker.folder, force=True
+        session, conversation = await server.conversations.get(ref)
+        result = await server.session_memory().extract_conversation(
+            session, conversation, tracker.folder, force=True
         )
         if result.skipped_reason:
             return JobResult(

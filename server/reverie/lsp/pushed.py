@@ -11,17 +11,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import orjson
 
 from reverie.fsutil import atomic_write_bytes
 from reverie.lsp.protocol import AppendMessagesParams, PushedMessage
 from reverie.redact import redact
-
-if TYPE_CHECKING:
-    from reverie.transcripts.discovery import SessionRef
-    from reverie.transcripts.model import Message, Session
 
 
 def transcript_path(agent_home: Path, session_id: str) -> Path:
@@ -89,15 +84,3 @@ def append_pushed(agent_home: Path, pushed: AppendMessagesParams) -> Path:
         finally:
             os.close(fd)
     return path
-
-
-def read_pushed(path: Path) -> tuple[SessionRef, Session, list[Message]] | None:
-    """The pushed chat as the watcher would report it: its ref, session and messages."""
-    from reverie.transcripts.discovery import generic_ref
-    from reverie.transcripts.reader import load_transcript
-
-    ref = generic_ref(path)
-    if ref is None:
-        return None
-    transcript = load_transcript(path)
-    return ref, transcript.session, transcript.messages

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
@@ -22,6 +22,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from reverie import __version__
@@ -29,7 +30,7 @@ from reverie.config import ModelPrice, Settings
 from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
-from reverie.lsp.adapters import ConversationCache, session_memory_sink
+from reverie.lsp.adapters import ConversationDigests, session_memory_sink
 from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.log import ClientLogHandler, level_number
@@ -44,6 +45,7 @@ from reverie.lsp.protocol import (
     Wire,
 )
 from reverie.lsp.stdio import LoopPipeReader, can_read_on_loop
+from reverie.transcripts.worker import ParseWorker
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
@@ -100,6 +102,21 @@ class ReverieProtocol(LanguageServerProtocol):
             return RawNotification
         return super().get_message_type(method)
 
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(
+        self, params: types.ExecuteCommandParams
+    ) -> Generator[Any, Any, Any]:
+        """Every Reverie command takes ``(ls, *args)`` and validates its one JSON object itself
+        (``handlers.parse_args``): the arguments go through as they are. pygls' own version
+        resolves the handler's type hints again on every call (``typing.get_type_hints``)."""
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams.of(
+                ValueError(f"Command name {params.command!r} is not defined")
+            )
+        result = yield handler, tuple(params.arguments or ()), None
+        return result
+
 
 class ReverieLanguageServer(LanguageServer):
     """Owns settings, the task set, the job registry, per-folder trackers and diagnostics."""
@@ -123,7 +140,9 @@ class ReverieLanguageServer(LanguageServer):
             price_for=self._price_for,
         )
         self.trackers: dict[Path, WorkspaceTracker] = {}
-        self.conversations = ConversationCache()
+        #: the process transcripts are read and parsed in (see ``reverie.transcripts.worker``)
+        self.parse_worker = ParseWorker()
+        self.conversations = ConversationDigests(self.parse_worker.call)
         #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
@@ -164,6 +183,7 @@ class ReverieLanguageServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
+            self.parse_worker.close()
             self.shutdown()  # type: ignore[no-untyped-call]
 
     # --- settings ------------------------------------------------------------------------------
@@ -589,6 +609,7 @@ class ReverieLanguageServer(LanguageServer):
             task.cancel()
         if leftovers:
             await asyncio.wait(leftovers, timeout=2.0)
+        self.parse_worker.close()
         self.log_handler.disconnect()
 
 

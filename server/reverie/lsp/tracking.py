@@ -30,8 +30,9 @@ from reverie.lsp.protocol import (
 
 if TYPE_CHECKING:
     from reverie.lsp.server import ReverieLanguageServer
+    from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
-    from reverie.transcripts.model import Message, Session
+    from reverie.transcripts.model import Session
 
 logger = logging.getLogger(__name__)
 
@@ -215,16 +216,20 @@ class WorkspaceTracker:
             s = self.settings
             try:
                 watcher = SessionWatcher(
-                    self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None
+                    self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None,
+                    worker=self.server.parse_worker,
                 )
             except Exception:  # a corrupt saved state must not stop tracking
                 logger.warning("discarding saved watcher state", exc_info=True)
-                watcher = SessionWatcher(self.folder, s.agent_home, s.watch_debounce_ms)
+                watcher = SessionWatcher(
+                    self.folder, s.agent_home, s.watch_debounce_ms,
+                    worker=self.server.parse_worker,
+                )
             states = {}
             self._watcher = watcher
             try:
                 async for appended in watcher:
-                    await self.on_appended(appended.ref, appended.session, appended.messages)
+                    await self.on_appended(appended.ref, appended.session, appended.digests)
                 return
             except asyncio.CancelledError:
                 raise
@@ -243,24 +248,27 @@ class WorkspaceTracker:
                 watcher.stop()
                 await asyncio.to_thread(self._save_watch_state, watcher)
 
-    async def on_appended(self, ref: SessionRef, session: Session, messages: list[Message]) -> None:
+    async def on_appended(
+        self, ref: SessionRef, session: Session, digests: list[MessageDigest]
+    ) -> None:
         """New messages of a session: remember it, feed session memory, check the dream gates."""
         self._remember(ref)
         self.last_activity = time.monotonic()
-        if messages:
-            await self._feed_session_memory(ref, session, messages)
-            # the conversation cache keeps these: freeze them out of the collector's traversals
+        if digests:
+            await self._feed_session_memory(ref, session, digests)
+            # the server keeps the digests: freeze them out of the collector's traversals
             self.server.heap.settle()
         self.schedule_dream_check()
 
     async def append_pushed(self, pushed: AppendMessagesParams) -> None:
         """Messages pushed by a client (``reverie/appendMessages``) take the watcher's path."""
-        from reverie.lsp.pushed import append_pushed, read_pushed
+        from reverie.lsp.pushed import append_pushed
+        from reverie.transcripts.digest import pushed_session_digests
 
         # kept as a generic transcript: the watcher and discovery see it like any other session;
-        # it is also fed at once (the conversation cache drops the watcher's repeat of it)
+        # it is also fed at once (the conversation digests drop the watcher's repeat of it)
         path = await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
-        read = await asyncio.to_thread(read_pushed, path)
+        read = await self.server.parse_worker.call(pushed_session_digests, path)
         if read is not None:
             await self.on_appended(*read)
 
@@ -284,12 +292,12 @@ class WorkspaceTracker:
     # --- session memory ------------------------------------------------------------------------
 
     async def _feed_session_memory(
-        self, ref: SessionRef, session: Session, messages: list[Message]
+        self, ref: SessionRef, session: Session, digests: list[MessageDigest]
     ) -> None:
         from reverie.lsp.adapters import feed_session_memory
 
         try:
-            await feed_session_memory(self, ref, session, messages)
+            await feed_session_memory(self, ref, session, digests)
         except Exception:
             logger.exception("session memory failed for %s", ref.session_id)
 

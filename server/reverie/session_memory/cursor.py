@@ -7,12 +7,11 @@ equal messages apart by counting. When a transcript is rewritten and the cursor'
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from reverie.transcripts.digest import message_fingerprint
 from reverie.transcripts.model import Message
 
 
@@ -27,16 +26,7 @@ class MessageCursor(BaseModel):
 
 def fingerprint(message: Message) -> str:
     """The message's id when it has one, else a hash of what it says."""
-    if message.id:
-        return f"id:{message.id}"
-    payload = {
-        "role": message.role,
-        "text": message.text,
-        "calls": [[c.id, c.name] for c in message.tool_calls],
-        "results": [r.call_id for r in message.tool_results],
-    }
-    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    return message_fingerprint(message)
 
 
 def cursor_at(messages: Sequence[Message], index: int) -> MessageCursor:

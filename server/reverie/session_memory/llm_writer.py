@@ -21,12 +21,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from reverie.background import run_in_background
 from reverie.fsutil import atomic_write_text
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.redact import redact
-from reverie.session_memory.conversation import render_message
-from reverie.session_memory.cursor import start_after
+from reverie.session_memory.source import RecentContext
 from reverie.session_memory.template import (
     MAX_SECTION_TOKENS,
     MAX_TOTAL_TOKENS,
@@ -37,7 +35,6 @@ from reverie.session_memory.template import (
 from reverie.session_memory.writers import WriteOutcome, WriteRequest
 from reverie.tools.gate import PathGate
 from reverie.tools.loop import run_tool_loop
-from reverie.transcripts.model import Message
 
 #: Messages before the last extraction point that incremental mode still sends.
 OVERLAP_MESSAGES = 6
@@ -61,55 +58,15 @@ _SCOPE_INCREMENTAL = (
 )
 
 
-def select_context(messages: list[Message], request: WriteRequest) -> tuple[list[Message], bool]:
-    """The messages to send, and whether they are the whole conversation."""
-    if request.settings.session_memory_context == "full":
-        return messages, True
-    start = start_after(messages, request.state.last_extracted_cursor)
-    if start == 0:
-        return messages, True
-    return messages[max(0, start - OVERLAP_MESSAGES) :], False
-
-
-def _render(messages: list[Message]) -> tuple[str, int]:
-    """The most recent ``MAX_CONVERSATION_CHARS`` of the rendered conversation, redacted.
-
-    Rendered and redacted message by message from the end, stopping once the budget is full:
-    the cost is bounded by the budget, not by the length of the session, and no single regex
-    pass runs over more than one (clipped) message, so the worker thread never holds the GIL
-    for long.
-    """
-    parts: list[str] = []
-    size = count = 0
-    earlier = 0
-    for index in range(len(messages) - 1, -1, -1):
-        part = render_message(messages[index])
-        if part is None:
-            continue
-        part, found = redact(part)
-        count += found
-        parts.append(part)
-        size += len(part) + 2
-        if size > MAX_CONVERSATION_CHARS:
-            earlier = index
-            break
-    parts.reverse()
-    rendered = "\n\n".join(parts)
-    if len(rendered) > MAX_CONVERSATION_CHARS or earlier:
-        cut = max(0, len(rendered) - MAX_CONVERSATION_CHARS)
-        rendered = (
-            f"[... {earlier} earlier messages and {cut} characters not shown ...]\n"
-            + rendered[cut:]
-        )
-    return rendered, count
-
-
-def _prepare(request: WriteRequest) -> tuple[str, int, bool]:
-    """What the model is shown of the conversation (a worker-thread job: O(conversation))."""
-    main = [m for m in request.messages if not m.is_sidechain]
-    context, whole = select_context(main, request)
-    conversation, redacted = _render(context)
-    return conversation, redacted, whole
+async def _prepare(request: WriteRequest) -> RecentContext:
+    """What the model is shown of the conversation: the recent part of the main chain within
+    the budget, rendered and redacted where the conversation lives (never on the loop)."""
+    return await request.conversation.recent(
+        request.state.last_extracted_cursor,
+        full=request.settings.session_memory_context == "full",
+        overlap=OVERLAP_MESSAGES,
+        budget_chars=MAX_CONVERSATION_CHARS,
+    )
 
 
 class LLMWriter:
@@ -122,7 +79,8 @@ class LLMWriter:
 
     async def write(self, request: WriteRequest) -> WriteOutcome:
         settings = request.settings
-        conversation, redacted_conversation, whole = await run_in_background(_prepare, request)
+        recent = await _prepare(request)
+        conversation, redacted_conversation, whole = recent.text, recent.redactions, recent.whole
         current, redacted_notes = redact(request.current_notes)
 
         notes_path = request.notes_path
@@ -174,6 +132,7 @@ class LLMWriter:
         usage = result.usage
         outcome = WriteOutcome(
             text=None,
+            point=recent.point,
             turns=result.turns,
             tokens_in=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
             tokens_out=usage.output_tokens,

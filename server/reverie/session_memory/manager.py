@@ -26,7 +26,7 @@ from reverie.events import EventSink, EventType, JobEvent
 from reverie.fsutil import atomic_write_text
 from reverie.llm.errors import LLMError
 from reverie.llm.types import ModelClient
-from reverie.session_memory.cursor import MessageCursor, cursor_at, last_turn_has_tool_calls
+from reverie.session_memory.source import Conversation, InMemoryConversation
 from reverie.session_memory.state import (
     ExtractionState,
     load_state,
@@ -40,6 +40,7 @@ from reverie.session_memory.template import (
 )
 from reverie.session_memory.thresholds import ThresholdConfig, ThresholdCounter, ThresholdDecision
 from reverie.session_memory.writers import NotesWriter, OfflineWriter, WriteOutcome, WriteRequest
+from reverie.transcripts.digest import MessageDigest
 from reverie.transcripts.model import Message, Session
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ class ExtractionResult(BaseModel):
 @dataclass(slots=True)
 class _Request:
     session: Session
-    messages: list[Message]
+    conversation: Conversation
     workspace: Path
 
 
@@ -97,26 +98,6 @@ class _Chain:
     started_at: float
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-
-
-def main_chain(messages: Sequence[Message]) -> list[Message]:
-    """The conversation without inline sub-agent records (thresholds and cursors use this)."""
-    return [m for m in messages if not m.is_sidechain]
-
-
-def _measure_tokens(messages: Sequence[Message]) -> int:
-    from reverie.transcripts.tokens import context_tokens
-
-    return context_tokens(list(messages))
-
-
-def _extracted_point(messages: Sequence[Message]) -> tuple[int, MessageCursor | None, bool]:
-    """Context tokens, the cursor of the last main-chain message and whether the agent is mid
-    tool loop there: O(conversation), so a worker-thread job."""
-    main = main_chain(messages)
-    if not main:
-        return _measure_tokens(main), None, False
-    return _measure_tokens(main), cursor_at(main, -1), last_turn_has_tool_calls(main)
 
 
 class SessionMemoryManager:
@@ -157,41 +138,58 @@ class SessionMemoryManager:
         return state
 
     async def on_messages(
-        self, session: Session, messages: list[Message], workspace: Path
+        self, session: Session, messages: Sequence[Message], workspace: Path
     ) -> SubmitStatus:
         """Called when a session grew: start an extraction in the background if one is due."""
+        return await self.on_conversation(session, InMemoryConversation(messages), workspace)
+
+    async def on_conversation(
+        self, session: Session, conversation: Conversation, workspace: Path
+    ) -> SubmitStatus:
+        """``on_messages`` for a conversation held elsewhere (the language server's)."""
         reason = self._disabled_reason(session)
         if reason is not None:
             self._skip(session.id, reason)
             return reason
-        decision = await self._check_threshold(session, messages, workspace)
+        decision = await self._check_threshold(session, conversation.digests(), workspace)
         if not decision.due:
             self._skip(session.id, "threshold", **decision.describe())
             return "threshold"
-        if self._coalesce(_Request(session, list(messages), workspace)):
+        if self._coalesce(_Request(session, conversation.snapshot(), workspace)):
             return "coalesced"
-        self._start_chain(_Request(session, list(messages), workspace), None)
+        self._start_chain(_Request(session, conversation.snapshot(), workspace), None)
         return "scheduled"
 
     async def extract(
         self,
         session: Session,
-        messages: list[Message],
+        messages: Sequence[Message],
         workspace: Path,
         force: bool = False,
     ) -> ExtractionResult:
         """Run an extraction now (``force`` ignores the thresholds) and return its result."""
+        conversation = InMemoryConversation(messages)
+        return await self.extract_conversation(session, conversation, workspace, force)
+
+    async def extract_conversation(
+        self,
+        session: Session,
+        conversation: Conversation,
+        workspace: Path,
+        force: bool = False,
+    ) -> ExtractionResult:
+        """``extract`` for a conversation held elsewhere (the language server's)."""
         notes_path = str(self.notes_path(session.id, workspace))
         reason = self._disabled_reason(session)
         if reason is not None:
             self._skip(session.id, reason)
             return ExtractionResult(notes_path=notes_path, skipped_reason=reason)
         if not force:
-            decision = await self._check_threshold(session, messages, workspace)
+            decision = await self._check_threshold(session, conversation.digests(), workspace)
             if not decision.due:
                 self._skip(session.id, "threshold", **decision.describe())
                 return ExtractionResult(notes_path=notes_path, skipped_reason="threshold")
-        request = _Request(session, list(messages), workspace)
+        request = _Request(session, conversation.snapshot(), workspace)
         if self._coalesce(request):
             return ExtractionResult(notes_path=notes_path, skipped_reason="coalesced")
         future: asyncio.Future[ExtractionResult] = asyncio.get_running_loop().create_future()
@@ -238,7 +236,7 @@ class SessionMemoryManager:
         return None
 
     async def _check_threshold(
-        self, session: Session, messages: Sequence[Message], workspace: Path
+        self, session: Session, digests: Sequence[MessageDigest], workspace: Path
     ) -> ThresholdDecision:
         state = self.state_for(session.id, workspace)
         config = ThresholdConfig.from_settings(self.settings)
@@ -249,7 +247,7 @@ class SessionMemoryManager:
         async with lock:  # one thread at a time folds messages into a counter
             # incremental: the cost follows what was appended, not the conversation
             decision, last_cursor = await run_in_background(
-                counter.evaluate, messages, state, config
+                counter.evaluate, digests, state, config
             )
             if decision.due:
                 counter.mark_due(state, last_cursor)
@@ -347,7 +345,7 @@ class SessionMemoryManager:
                 notes_path=notes_path,
                 current_notes=current,
                 template=template,
-                messages=request.messages,
+                conversation=request.conversation,
                 state=state,
                 settings=self.settings,
                 events=self.events,
@@ -390,13 +388,14 @@ class SessionMemoryManager:
                 "the notes file changed during the update; the hand edit is kept",
             )
 
-        tokens, last, mid_tool_loop = await run_in_background(_extracted_point, request.messages)
+        point = outcome.point
         state.initialized = True
-        state.tokens_at_last_extraction = tokens
-        if last is not None:
-            state.last_extracted_cursor = last
-            if not mid_tool_loop:
-                state.last_summarized_cursor = last
+        if point is not None:
+            state.tokens_at_last_extraction = point.tokens
+            if point.cursor is not None:
+                state.last_extracted_cursor = point.cursor
+                if not point.mid_tool_loop:
+                    state.last_summarized_cursor = point.cursor
         state.extractions += 1
         state.last_extraction_at = datetime.now(UTC)
         if outcome.generated is not None:

@@ -15,12 +15,11 @@ from reverie.config import Settings
 from reverie.session_memory.cursor import (
     MessageCursor,
     count_tool_calls_since,
-    fingerprint,
     last_turn_has_tool_calls,
 )
 from reverie.session_memory.state import ExtractionState
+from reverie.transcripts.digest import MessageDigest
 from reverie.transcripts.model import Message
-from reverie.transcripts.tokens import message_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +91,18 @@ def evaluate(
 class ThresholdCounter:
     """What ``evaluate`` needs, kept up to date as a conversation grows, for one session.
 
-    ``evaluate`` rescans the whole conversation; a session that grows by small appends would
-    pay O(conversation) per append (O(n^2) overall, holding the GIL the language server's
-    event loop needs). The counter folds in only the messages appended since its last call when
-    it is given the same, longer list again (the server's conversation cache extends one list
-    in place); any other list, or a cursor moved behind its back, triggers one full rescan.
+    It works on message digests (``reverie.transcripts.digest``), which is all the language
+    server keeps of a conversation. ``evaluate`` rescans the whole conversation; a session that
+    grows by small appends would pay O(conversation) per append (O(n^2) overall). The counter
+    folds in only the digests appended since its last call when it is given the same, longer
+    list again (the server extends one list per session in place); any other list, or a cursor
+    moved behind its back, triggers one full rescan.
     """
 
     def __init__(self) -> None:
         self._list_id = 0
         self._seen = 0
-        self._last: Message | None = None
+        self._last: MessageDigest | None = None
         self._cursor: object = None
         self._reset()
 
@@ -111,7 +111,7 @@ class ThresholdCounter:
         self._last = None
         self._tool_calls = 0
         self._occurrences: dict[str, int] = {}
-        self._last_main: Message | None = None
+        self._last_main: MessageDigest | None = None
         self._main_count = 0
         self._base_tokens = 0
         self._usage_api_id: str | None = None
@@ -122,18 +122,18 @@ class ThresholdCounter:
         self._prev_assistant = False
 
     def evaluate(
-        self, messages: Sequence[Message], state: ExtractionState, config: ThresholdConfig
+        self, digests: Sequence[MessageDigest], state: ExtractionState, config: ThresholdConfig
     ) -> tuple[ThresholdDecision, MessageCursor | None]:
         """The same decision as ``evaluate(main_chain(messages), ...)``, and the cursor of the
         last main-chain message (what ``state.last_memory_cursor`` becomes when it is due)."""
-        self._catch_up(messages, state)
+        self._catch_up(digests, state)
         tokens = self._base_tokens + self._tail_tokens if self._any_usage else self._tail_tokens
         natural_break = self._main_count > 0 and not self._turn_calls
         new_tokens = tokens - state.tokens_at_last_extraction
         calls = self._tool_calls
         cursor = None
         if self._last_main is not None:
-            fp = fingerprint(self._last_main)
+            fp = self._last_main.fingerprint
             cursor = MessageCursor(fingerprint=fp, occurrence=self._occurrences.get(fp, 1))
         if not state.initialized and tokens < config.init_tokens:
             why = f"context {tokens} < {config.init_tokens} tokens to start"
@@ -157,64 +157,64 @@ class ThresholdCounter:
         self._cursor = cursor
         self._tool_calls = 0
 
-    def _catch_up(self, messages: Sequence[Message], state: ExtractionState) -> None:
+    def _catch_up(self, digests: Sequence[MessageDigest], state: ExtractionState) -> None:
         same = (
-            id(messages) == self._list_id
-            and len(messages) >= self._seen
-            and (self._seen == 0 or messages[self._seen - 1] is self._last)
+            id(digests) == self._list_id
+            and len(digests) >= self._seen
+            and (self._seen == 0 or digests[self._seen - 1] is self._last)
             and state.last_memory_cursor is self._cursor
         )
         if not same:
             self._reset()
-            self._list_id = id(messages)
+            self._list_id = id(digests)
             self._cursor = state.last_memory_cursor
         # a rescan looks for the cursor: tool calls count after it (unknown or gone: all)
         cursor = None if same else state.last_memory_cursor
-        for index in range(self._seen, len(messages)):
-            message = messages[index]
-            if message.is_sidechain:
+        for index in range(self._seen, len(digests)):
+            item = digests[index]
+            if item.is_sidechain:
                 continue
-            self._add(message)
+            self._add(item)
             if cursor is not None:
-                fp = fingerprint(message)
+                fp = item.fingerprint
                 if fp == cursor.fingerprint and self._occurrences[fp] == cursor.occurrence:
                     self._tool_calls = 0  # the cursor: count from here
                     cursor = None  # found
                     continue
-            if message.role == "assistant":
-                self._tool_calls += len(message.tool_calls)
+            if item.role == "assistant":
+                self._tool_calls += item.tool_calls
         if cursor is not None:  # the cursor is gone: count everything
             self._tool_calls = sum(
-                len(m.tool_calls) for m in messages if not m.is_sidechain and m.role == "assistant"
+                d.tool_calls for d in digests if not d.is_sidechain and d.role == "assistant"
             )
-        self._seen = len(messages)
-        self._last = messages[-1] if messages else None
+        self._seen = len(digests)
+        self._last = digests[-1] if digests else None
 
-    def _add(self, message: Message) -> None:
-        fp = fingerprint(message)
+    def _add(self, item: MessageDigest) -> None:
+        fp = item.fingerprint
         self._occurrences[fp] = self._occurrences.get(fp, 0) + 1
-        self._last_main = message
+        self._last_main = item
         self._main_count += 1
         # context size: the last recorded usage plus estimates after it (see context_tokens)
-        if message.usage is not None:
+        if item.usage_tokens is not None:
             self._any_usage = True
-            self._base_tokens = message.usage.context_tokens
-            self._usage_api_id = message.api_message_id
+            self._base_tokens = item.usage_tokens
+            self._usage_api_id = item.api_message_id
             self._tail_tokens = 0
         elif (
             not self._any_usage
             or self._usage_api_id is None
-            or message.api_message_id != self._usage_api_id
+            or item.api_message_id != self._usage_api_id
         ):
-            self._tail_tokens += message_tokens(message)
+            self._tail_tokens += item.tokens
         # the last assistant turn: trailing assistant records sharing one api_message_id
-        if message.role != "assistant":
+        if item.role != "assistant":
             self._prev_assistant = False
             return
-        api_id = message.api_message_id
+        api_id = item.api_message_id
         if api_id is not None and self._prev_assistant and api_id == self._turn_api_id:
-            self._turn_calls = self._turn_calls or bool(message.tool_calls)
+            self._turn_calls = self._turn_calls or item.tool_calls > 0
         else:
             self._turn_api_id = api_id
-            self._turn_calls = bool(message.tool_calls)
+            self._turn_calls = item.tool_calls > 0
         self._prev_assistant = True

@@ -7,17 +7,18 @@ atomically, so a failing writer leaves the file byte-identical.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from reverie.background import run_in_background
 from reverie.config import Settings
 from reverie.events import EventSink
 from reverie.redact import redact
 from reverie.session_memory.conversation import redact_messages
 from reverie.session_memory.offline import OfflineNotesBuilder, merge_notes
+from reverie.session_memory.source import Conversation, ExtractedPoint, extracted_point
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.model import Message, Session
@@ -30,8 +31,8 @@ class WriteRequest:
     notes_path: Path
     current_notes: str
     template: NotesTemplate
-    #: the whole conversation (sidechain records included; writers pick what they need).
-    messages: Sequence[Message]
+    #: the conversation; each writer reads what it needs of it (``source.Conversation``)
+    conversation: Conversation
     state: ExtractionState
     settings: Settings
     events: EventSink
@@ -42,6 +43,8 @@ class WriteOutcome:
     """What a writer produced. ``text`` is ``None`` when it failed (``error`` says why)."""
 
     text: str | None
+    #: how far the conversation the writer saw went (what the state records after a success)
+    point: ExtractedPoint | None = None
     turns: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -58,15 +61,16 @@ class NotesWriter(Protocol):
     async def write(self, request: WriteRequest) -> WriteOutcome: ...
 
 
-def build_offline_notes(request: WriteRequest) -> WriteOutcome:
+def build_offline_notes(request: WriteRequest, messages: Sequence[Message]) -> WriteOutcome:
     """Synchronous core of the offline writer (run in a worker thread)."""
-    cleaned, redactions = redact_messages(request.messages)
+    cleaned, redactions = redact_messages(messages)
     builder = OfflineNotesBuilder(cleaned, request.session, request.workspace)
     generated = builder.build()
     current, n = redact(request.current_notes)
     merged = merge_notes(current, request.template, generated, request.state.generated)
     return WriteOutcome(
         text=merged.text,
+        point=extracted_point(messages),
         redactions=redactions + n,
         generated=merged.generated,
     )
@@ -78,4 +82,5 @@ class OfflineWriter:
     name = "offline"
 
     async def write(self, request: WriteRequest) -> WriteOutcome:
-        return await asyncio.to_thread(build_offline_notes, request)
+        messages = await request.conversation.messages()
+        return await run_in_background(build_offline_notes, request, messages)

@@ -12,8 +12,15 @@ At start the watches are set up first and the sessions already on disk are scann
 so that a session created meanwhile is not missed: the scan reads each file once without being
 reported (``prime``: only the tail positions advance, nothing is kept), or resumes it from a saved
 tail state; a file modified after the watches started is reported instead of primed. Afterwards
-every change is read with ``TranscriptTail`` off the event loop (``asyncio.to_thread``) and
-reported when it produced messages.
+every change is read by a ``SessionReader`` (``reading.py``) and reported when it produced
+messages.
+
+Where the reading happens: by default in a background-priority thread of this process (events
+carry messages and their digests). Given a ``ParseWorker``, the reader lives in the worker
+process and events carry digests only: the parsing then never holds this process's GIL. The
+watcher keeps a copy of the tail states the worker reports after each step, so ``states()``
+works after the iteration ended and a reader lost with a dead worker process is re-created from
+them (what the lost step was reading is read again, nothing is skipped).
 """
 
 from __future__ import annotations
@@ -22,39 +29,28 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import watchfiles
-from pydantic import BaseModel
 
 from reverie.background import lower_thread_priority
-from reverie.transcripts.discovery import (
-    SessionRef,
-    aider_history_files,
-    discover_sessions,
-    generic_sessions_dir,
-    session_ref,
-)
-from reverie.transcripts.model import Message, Session
+from reverie.transcripts.discovery import aider_history_files, generic_sessions_dir
+from reverie.transcripts.reading import SessionAppended, SessionReader
 from reverie.transcripts.tail import TailState, TranscriptTail
+from reverie.transcripts.worker import ParseWorker, UnknownReader, WorkerDied
+
+__all__ = ["SessionAppended", "SessionWatcher"]
 
 logger = logging.getLogger(__name__)
 
 _SESSION_SUFFIXES = (".jsonl", ".json", ".messages")
-#: a file whose head was read without finding its project is checked again while it is this small
-_RECHECK_BELOW = 1024 * 1024
-
-
-class SessionAppended(BaseModel):
-    """New messages of one session, in file order."""
-
-    ref: SessionRef
-    session: Session
-    messages: list[Message]
+#: how many times in a row one step re-creates its reader in a fresh worker before giving up
+#: (a transcript that kills the worker every time must end the watch, not loop for ever)
+_MAX_RECOVERIES = 2
 
 
 def _is_session_file(change: watchfiles.Change, path: str) -> bool:
@@ -72,6 +68,7 @@ class SessionWatcher:
         *,
         tail_states: Mapping[str, TailState | dict[str, Any]] | None = None,
         prime: bool = True,
+        worker: ParseWorker | None = None,
     ) -> None:
         if agent_home is None or debounce_ms is None:
             from reverie.config import Settings
@@ -85,14 +82,14 @@ class SessionWatcher:
         self._prime = prime
         self._stop = asyncio.Event()
         self._roots_changed = asyncio.Event()
-        self._tails: dict[Path, TranscriptTail] = {}
-        self._membership: dict[Path, tuple[bool, int]] = {}
-        self._resumed: set[Path] = set()
-        for key, state in (tail_states or {}).items():
-            tail = TranscriptTail.restore(state)
-            self._tails[Path(key)] = tail
-            self._membership[Path(key)] = (True, 0)
-            self._resumed.add(Path(key))
+        # a corrupt saved state raises here, in both modes (the caller can start afresh)
+        self._reading: _Reading
+        if worker is None:
+            self._reading = _ThreadReading(self._new_reader(tail_states))
+        else:
+            states = {str(Path(k)): _checked_state(v).model_dump_json().encode()
+                      for k, v in (tail_states or {}).items()}
+            self._reading = _WorkerReading(worker, self.workspace, self.agent_home, states)
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -100,8 +97,8 @@ class SessionWatcher:
         self._stop.set()
 
     def states(self) -> dict[str, TailState]:
-        """Tail states to pass back as ``tail_states`` after a restart."""
-        return {str(path): tail.state() for path, tail in self._tails.items()}
+        """Tail states to pass back as ``tail_states`` after a restart (also once ended)."""
+        return self._reading.states()
 
     def agent_roots(self) -> list[Path]:
         home = self.agent_home
@@ -112,20 +109,22 @@ class SessionWatcher:
         return self._run()
 
     # -- internals -----------------------------------------------------------------------------
+    def _new_reader(
+        self, tail_states: Mapping[str, TailState | dict[str, Any]] | None
+    ) -> SessionReader:
+        """The in-process reader (a hook for tests that race the start-up scan)."""
+        return SessionReader(self.workspace, self.agent_home, tail_states=tail_states)
+
     async def _run(self) -> AsyncIterator[SessionAppended]:
-        # parsing gets a thread of its own at background priority: a big append keeps it busy
-        # for seconds, and the event loop thread must win the CPU whenever it has work
-        parser = ThreadPoolExecutor(1, "reverie-parse", initializer=lower_thread_priority)
-        loop = asyncio.get_running_loop()
+        reading = self._reading
+        reading.start()
         try:
-            async for event in self._run_with(parser, loop):
+            async for event in self._run_with(reading):
                 yield event
         finally:
-            parser.shutdown(wait=False, cancel_futures=True)
+            reading.close()
 
-    async def _run_with(
-        self, parser: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop
-    ) -> AsyncIterator[SessionAppended]:
+    async def _run_with(self, reading: _Reading) -> AsyncIterator[SessionAppended]:
         queue: asyncio.Queue[set[tuple[watchfiles.Change, str]]] = asyncio.Queue()
         # watch first, scan second: a session created in between is seen by one or the other
         started_ns = time.time_ns()
@@ -138,8 +137,7 @@ class SessionWatcher:
         stop_wait = asyncio.create_task(self._stop.wait())
         try:
             await self._until_ready(readies, tasks)
-            for event in await loop.run_in_executor(parser, self._scan, not self._prime,
-                                                    started_ns):
+            for event in await reading.scan(not self._prime, started_ns):
                 yield event
             while not self._stop.is_set():
                 getter = asyncio.create_task(queue.get())
@@ -150,9 +148,9 @@ class SessionWatcher:
                     break
                 changes = getter.result()
                 if changes and next(iter(changes))[1] == "":  # catch-up marker
-                    events = await loop.run_in_executor(parser, self._scan, True, None)
+                    events = await reading.scan(True, None)
                 else:
-                    events = await loop.run_in_executor(parser, self._apply, changes)
+                    events = await reading.apply(path for _, path in changes)
                 for event in events:
                     yield event
         finally:
@@ -244,93 +242,6 @@ class SessionWatcher:
             for waiter in waiters:
                 waiter.cancel()
 
-    def _scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]:
-        """Read every discovered session; report what it produced only when ``report``.
-
-        Otherwise a session is primed (its tail advanced, its messages not kept) unless it was
-        resumed from a saved state (what was appended while we were not running is reported) or
-        modified after ``watched_since_ns`` (created or grown once the watches were running).
-        """
-        events: list[SessionAppended] = []
-        refs = discover_sessions(self.workspace, self.agent_home)
-        for path in dict.fromkeys(ref.path for ref in refs):
-            self._membership[path] = (True, 0)
-            resumed = path in self._resumed
-            self._resumed.discard(path)
-            if report or resumed or self._modified_since(path, watched_since_ns):
-                event = self._read(path)
-                if event is not None:
-                    events.append(event)
-            else:
-                self._skip(path)
-        return events
-
-    @staticmethod
-    def _modified_since(path: Path, since_ns: int | None) -> bool:
-        if since_ns is None:
-            return False
-        try:
-            return path.stat().st_mtime_ns > since_ns
-        except OSError:
-            return False
-
-    def _skip(self, path: Path) -> None:
-        """Advance the tail to the end of ``path`` without keeping what it says."""
-        tail = self._tails.get(path)
-        if tail is None:
-            tail = self._tails[path] = TranscriptTail(path)
-        try:
-            tail.skip_to_end()
-        except OSError as exc:
-            logger.warning("cannot read transcript %s: %s", path, exc.strerror or exc)
-
-    def _apply(self, changes: set[tuple[watchfiles.Change, str]]) -> list[SessionAppended]:
-        events: list[SessionAppended] = []
-        for path in sorted({Path(p) for change, p in changes if p}):
-            if not path.is_file():
-                self._tails.pop(path, None)
-                self._membership.pop(path, None)
-                continue
-            if not self._belongs(path):
-                continue
-            event = self._read(path)
-            if event is not None:
-                events.append(event)
-        return events
-
-    def _belongs(self, path: Path) -> bool:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            return False
-        known = self._membership.get(path)
-        if known is not None and (known[0] or known[1] == size or size >= _RECHECK_BELOW):
-            return known[0]
-        ok = session_ref(path, self.workspace, self.agent_home) is not None
-        self._membership[path] = (ok, size)
-        return ok
-
-    def _read(self, path: Path) -> SessionAppended | None:
-        tail = self._tails.get(path)
-        if tail is None:
-            tail = self._tails[path] = TranscriptTail(path)
-        try:
-            messages = tail.read_new()
-        except OSError as exc:
-            logger.warning("cannot read transcript %s: %s", path, exc.strerror or exc)
-            return None
-        if not messages:
-            return None
-        session = tail.session.model_copy(deep=True)
-        try:
-            updated = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        except OSError:
-            updated = datetime.now(UTC)
-        ref = SessionRef(agent=session.agent, session_id=session.id, path=path,
-                         updated_at=updated, parent_session_id=session.parent_session_id,
-                         cwd=session.cwd)
-        return SessionAppended(ref=ref, session=session, messages=messages)
-
 
 async def _awatch(
     paths: list[Path] | list[str], ready: asyncio.Event, **options: Any
@@ -372,3 +283,114 @@ class _AnyEvent:
 
     def is_set(self) -> bool:
         return self._own or any(e.is_set() for e in self._events)
+
+
+def _checked_state(state: TailState | dict[str, Any]) -> TailState:
+    """A saved state, validated as ``TranscriptTail.restore`` would (raises when corrupt)."""
+    checked = state if isinstance(state, TailState) else TailState.model_validate(state)
+    TranscriptTail.restore(checked)
+    return checked
+
+
+class _Reading(Protocol):
+    """Where a watcher's ``SessionReader`` runs: a thread here, or the worker process."""
+
+    def start(self) -> None: ...
+    async def scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]: ...
+    async def apply(self, paths: Iterable[str]) -> list[SessionAppended]: ...
+    def states(self) -> dict[str, TailState]: ...
+    def close(self) -> None: ...
+
+
+class _ThreadReading:
+    """The reader in a thread of its own at background priority, in this process.
+
+    A big append keeps it busy for seconds, and the event loop thread must win the CPU
+    whenever it has work.
+    """
+
+    def __init__(self, reader: SessionReader) -> None:
+        self._reader = reader
+        self._parser: ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        self._parser = ThreadPoolExecutor(1, "reverie-parse", initializer=lower_thread_priority)
+
+    async def scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._parser, self._reader.scan, report,
+                                          watched_since_ns)
+
+    async def apply(self, paths: Iterable[str]) -> list[SessionAppended]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._parser, self._reader.apply, list(paths))
+
+    def states(self) -> dict[str, TailState]:
+        return self._reader.states()
+
+    def close(self) -> None:
+        if self._parser is not None:
+            self._parser.shutdown(wait=False, cancel_futures=True)
+            self._parser = None
+
+
+class _WorkerReading:
+    """The reader inside the shared worker process, under a key of its own.
+
+    Each step returns the tail states it changed (as JSON); the copy kept here is what
+    ``states()`` decodes and what a fresh reader resumes from when the worker process was lost.
+    """
+
+    def __init__(
+        self, worker: ParseWorker, workspace: Path, agent_home: Path, states: dict[str, bytes],
+    ) -> None:
+        self._worker = worker
+        self._workspace = workspace
+        self._agent_home = agent_home
+        self._states = states
+        self._key = f"watch-{uuid.uuid4().hex}"
+        self._opened = False
+
+    def start(self) -> None:
+        return None
+
+    async def scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]:
+        return await self._step(None, report, watched_since_ns)
+
+    async def apply(self, paths: Iterable[str]) -> list[SessionAppended]:
+        return await self._step(sorted({p for p in paths if p}), True, None)
+
+    def states(self) -> dict[str, TailState]:
+        return {path: TailState.model_validate_json(raw) for path, raw in self._states.items()}
+
+    def close(self) -> None:
+        if self._opened:
+            self._opened = False
+            self._worker.drop_reader(self._key)
+
+    async def _step(
+        self, paths: list[str] | None, report: bool, watched_since_ns: int | None
+    ) -> list[SessionAppended]:
+        recoveries = 0
+        while True:
+            try:
+                if not self._opened:
+                    await self._worker.open_reader(self._key, self._workspace,
+                                                   self._agent_home, self._states)
+                    self._opened = True
+                result = await self._worker.read_step(self._key, paths, report,
+                                                      watched_since_ns)
+            except (WorkerDied, UnknownReader) as exc:
+                self._opened = False
+                if recoveries >= _MAX_RECOVERIES:
+                    raise
+                recoveries += 1
+                # a fresh reader resumes every known session from its last reported state,
+                # so the lost step's appends are read (and reported) again, not skipped
+                logger.warning("transcript reader lost (%s); re-creating it from %d states",
+                               exc, len(self._states))
+                continue
+            self._states.update(result.states)
+            for path in result.dropped:
+                self._states.pop(path, None)
+            return result.events

@@ -12,12 +12,13 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from reverie.lsp.adapters import ConversationCache
+from reverie.lsp.adapters import ConversationDigests
 from reverie.lsp.diagnostics import line_range, notes_diagnostics
 from reverie.lsp.handlers import parse_args
 from reverie.lsp.log import ClientLogHandler
 from reverie.lsp.protocol import AppendMessagesParams, CancelJobArgs, DreamArgs, SleepArgs
-from reverie.lsp.pushed import append_pushed, read_pushed
+from reverie.lsp.pushed import append_pushed
+from reverie.transcripts.digest import pushed_session_digests as read_pushed
 
 
 def test_command_arguments_one_object_or_none():
@@ -81,7 +82,7 @@ def test_pushed_chat_becomes_a_private_redacted_transcript(tmp_path: Path):
     assert secret not in path.read_text()
     ref, _session, messages = read_pushed(path)
     assert ref.session_id == "chat/1" and ref.cwd == str(workspace)
-    assert [m.id for m in messages] == ["m1", "m2"] and messages[1].usage.input_tokens == 50
+    assert [m.id for m in messages] == ["m1", "m2"] and messages[1].usage_tokens == 52
     append_pushed(home, pushed.model_copy(update={"messages": pushed.messages[:1]}))
     assert len(read_pushed(path)[2]) == 3  # appended, not replaced
 
@@ -97,12 +98,20 @@ async def test_conversation_cache_reports_only_new_messages(tmp_path: Path):
         }
     )
     path = append_pushed(home, pushed)
-    ref, session, messages = read_pushed(path)
-    cache = ConversationCache(size=1)
-    full, fresh = await cache.extend(ref, session, messages)
-    assert fresh and [m.id for m in full] == ["1"]
-    full, fresh = await cache.extend(ref, session, messages)  # the same report again
-    assert not fresh and len(full) == 1
+    ref, session, digests = read_pushed(path)
+    cache = ConversationDigests(asyncio.to_thread, size=1)
+    conversation, fresh = await cache.extend(ref, session, digests)
+    assert fresh and [d.id for d in conversation.digests()] == ["1"]
+    conversation, fresh = await cache.extend(ref, session, digests)  # the same report again
+    assert not fresh and len(conversation.digests()) == 1
+    # the messages themselves are read from the transcript only when asked for
+    assert [m.text for m in await conversation.messages()] == ["one"]
+    append_pushed(home, AppendMessagesParams.model_validate({
+        "sessionId": "c", "cwd": str(workspace),
+        "messages": [{"role": "assistant", "text": "two", "id": "2"}]}))
+    _ref, _session, more = read_pushed(path)
+    conversation, fresh = await cache.extend(ref, session, more)
+    assert fresh and [d.id for d in conversation.digests()] == ["1", "2"]
 
 
 def test_line_range_and_notes_diagnostics():

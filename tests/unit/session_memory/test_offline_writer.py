@@ -6,6 +6,7 @@ from pathlib import Path
 
 from reverie.config import Settings
 from reverie.events import discard_events
+from reverie.session_memory.source import InMemoryConversation
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.template import check_notes, default_template, parse_notes
 from reverie.session_memory.writers import WriteRequest, build_offline_notes
@@ -21,10 +22,10 @@ def _write(session: Session, messages: list[Message], current: str | None = None
     request = WriteRequest(
         session=session, workspace=Path(session.cwd or "/"), notes_path=Path("/n/notes.md"),
         current_notes=current if current is not None else template.text, template=template,
-        messages=messages, state=state or ExtractionState(), settings=Settings(),
-        events=discard_events,
+        conversation=InMemoryConversation(messages), state=state or ExtractionState(),
+        settings=Settings(), events=discard_events,
     )
-    outcome = build_offline_notes(request)
+    outcome = build_offline_notes(request, messages)
     assert outcome.text is not None and outcome.generated is not None
     return outcome.text, outcome.generated, outcome.redactions
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reverie.session_memory import llm_writer
 from reverie.session_memory.conversation import render_messages
+from reverie.session_memory.source import render_recent
 from reverie.transcripts.model import Message
 
 TOKEN = "ghp_" + "a1B2c3D4e5" * 4  # a GitHub token shape
@@ -19,18 +20,17 @@ def _conversation(count: int) -> list[Message]:
 def test_short_conversation_is_rendered_whole_and_redacted() -> None:
     messages = _conversation(5)
     messages.append(Message(id="s", role="user", text=f"use {TOKEN} please"))
-    rendered, found = llm_writer._render(messages)
+    rendered, found = render_recent(messages, llm_writer.MAX_CONVERSATION_CHARS)
     expected = render_messages(messages).replace(TOKEN, "[REDACTED:github]")
     assert (rendered, found) == (expected, 1)
 
 
-def test_long_conversation_keeps_the_most_recent_part_within_budget(monkeypatch: object) -> None:
+def test_long_conversation_keeps_the_most_recent_part_within_budget() -> None:
     budget = 20_000
-    monkeypatch.setattr(llm_writer, "MAX_CONVERSATION_CHARS", budget)  # type: ignore[attr-defined]
     messages = _conversation(400)  # ~370 KB rendered
     messages[-3] = Message(id="s", role="user", text=f"token {TOKEN}")
     messages[10] = Message(id="old", role="user", text=f"old {TOKEN}")
-    rendered, found = llm_writer._render(messages)
+    rendered, found = render_recent(messages, budget)
     header, _, body = rendered.partition("\n")
     assert header.startswith("[... ") and "earlier messages" in header
     assert len(body) == budget

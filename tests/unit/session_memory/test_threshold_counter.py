@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from reverie.session_memory.cursor import cursor_at
-from reverie.session_memory.manager import main_chain
+from reverie.session_memory.source import main_chain
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.thresholds import ThresholdConfig, ThresholdCounter, evaluate
+from reverie.transcripts.digest import MessageDigest, digests
 from reverie.transcripts.model import Message
 from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.tokens import context_tokens
@@ -44,11 +45,14 @@ def test_counter_matches_a_full_rescan_append_by_append(path: Path, seed: int) -
     counter = ThresholdCounter()
     state = ExtractionState()
     reference_state = ExtractionState()
-    grown: list[Message] = []  # one list, extended in place like the server's cache
+    grown: list[Message] = []
+    digested: list[MessageDigest] = []  # one list, extended in place like the server's
     decisions = 0
     while len(grown) < len(everything):
-        grown.extend(everything[len(grown) : len(grown) + rng.randint(1, 7)])
-        got, got_cursor = counter.evaluate(grown, state, CONFIG)
+        piece = everything[len(grown) : len(grown) + rng.randint(1, 7)]
+        grown.extend(piece)
+        digested.extend(digests(piece))
+        got, got_cursor = counter.evaluate(digested, state, CONFIG)
         want, want_cursor = _reference(grown, reference_state)
         assert (got, got_cursor) == (want, want_cursor)
         if got.due:
@@ -68,11 +72,12 @@ def test_counter_rescans_a_different_list_and_a_moved_cursor() -> None:
     messages = load_transcript(path).messages
     counter = ThresholdCounter()
     state = ExtractionState()
-    counter.evaluate(messages[:20], state, CONFIG)
+    counter.evaluate(digests(messages[:20]), state, CONFIG)
     # a re-read conversation (new objects, a rewrite that dropped messages) is rescanned
     reread = [m.model_copy() for m in messages[:10]]
-    assert counter.evaluate(reread, state, CONFIG) == _reference(reread, ExtractionState())
+    got = counter.evaluate(digests(reread), state, CONFIG)
+    assert got == _reference(reread, ExtractionState())
     # a cursor set elsewhere (e.g. loaded from disk) is honoured
     state.last_memory_cursor = cursor_at(main_chain(reread), 4)
     reference = ExtractionState(last_memory_cursor=state.last_memory_cursor)
-    assert counter.evaluate(reread, state, CONFIG) == _reference(reread, reference)
+    assert counter.evaluate(digests(reread), state, CONFIG) == _reference(reread, reference)

@@ -8,7 +8,7 @@ from reverie.session_memory.cursor import (
     find,
     last_turn_has_tool_calls,
 )
-from reverie.session_memory.manager import main_chain
+from reverie.session_memory.source import main_chain
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.thresholds import ThresholdConfig, evaluate
 from reverie.transcripts.model import Message

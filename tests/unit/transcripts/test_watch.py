@@ -1,16 +1,29 @@
-"""SessionWatcher over real inotify events in a temp agent home."""
+"""SessionWatcher over real inotify events in a temp agent home.
+
+The important tests run twice: reading in a thread of this process (events carry messages and
+digests) and reading in a real spawned worker process (events carry digests only, which must
+equal the digests of what the in-process reading parses).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 import watchfiles
 
+from reverie.transcripts.digest import MessageDigest, digests
+from reverie.transcripts.reading import SessionReader
+from reverie.transcripts.tail import TailState, TranscriptTail
 from reverie.transcripts.watch import SessionAppended, SessionWatcher, _AnyEvent
+from reverie.transcripts.worker import ParseWorker
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
 INCREMENTAL = FIX / "claude-code" / "codemie-v2.1.7-incremental-subagents"
@@ -32,12 +45,54 @@ async def _until(predicate: object, timeout: float = 10.0) -> None:
 
 
 def _count(events: list[SessionAppended]) -> int:
-    return sum(len(e.messages) for e in events)
+    return sum(len(e.digests) for e in events)
 
 
-async def test_appends_become_events_and_missing_roots_are_picked_up(reverie_env: dict[str, Path]) -> None:  # noqa: E501
+@pytest.fixture(scope="module")
+def parse_worker() -> Iterator[ParseWorker]:
+    """One worker process for the module (each spawn costs a few tenths of a second)."""
+    worker = ParseWorker()
+    yield worker
+    worker.close()
+
+
+@pytest.fixture(params=["thread", "worker"])
+def worker(request: pytest.FixtureRequest, parse_worker: ParseWorker) -> ParseWorker | None:
+    """``None`` reads in a thread of this process; otherwise in the shared worker process."""
+    return parse_worker if request.param == "worker" else None
+
+
+def _check_payload(events: list[SessionAppended], worker: ParseWorker | None) -> None:
+    """In-process events carry messages with matching digests; worker events digests only."""
+    for event in events:
+        if worker is None:
+            assert event.digests == digests(event.messages)
+        else:
+            assert event.messages == []
+        assert event.digests
+
+
+def _reference(stages: list[bytes], name: str, tmp: Path) -> list[MessageDigest]:
+    """Digests of what an in-process tail reads when the file grows through ``stages``."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / name
+    tail = TranscriptTail(path)
+    out: list[MessageDigest] = []
+    for stage in stages:
+        path.write_bytes(stage)
+        out.extend(digests(tail.read_new()))
+    return out
+
+
+def _all_digests(events: list[SessionAppended]) -> list[MessageDigest]:
+    return [d for e in events for d in e.digests]
+
+
+async def test_appends_become_events_and_missing_roots_are_picked_up(
+    reverie_env: dict[str, Path], worker: ParseWorker | None, tmp_path: Path
+) -> None:
     home = reverie_env["agent_home"]
-    watcher = SessionWatcher(WORKSPACE, home, debounce_ms=20)
+    watcher = SessionWatcher(WORKSPACE, home, debounce_ms=20, worker=worker)
     events: list[SessionAppended] = []
     task = asyncio.create_task(_collect(watcher, events))
     await asyncio.sleep(0.3)
@@ -64,9 +119,16 @@ async def test_appends_become_events_and_missing_roots_are_picked_up(reverie_env
     assert {e.ref.session_id for e in events} == {SESSION}
     assert events[0].session.cwd == str(WORKSPACE)
     assert events[0].ref.path == path
+    _check_payload(events, worker)
+    expected = _reference([turn1, turn2], path.name, tmp_path / "reference")
+    assert _all_digests(events) == expected
+    assert sum(d.tool_calls for d in expected) > 0 and sum(d.tokens for d in expected) > 0
+    assert set(watcher.states()) == {str(path)}  # the other project's file is not tracked
 
 
-async def test_existing_sessions_are_primed_and_states_resume(reverie_env: dict[str, Path]) -> None:
+async def test_existing_sessions_are_primed_and_states_resume(
+    reverie_env: dict[str, Path], worker: ParseWorker | None, tmp_path: Path
+) -> None:
     home = reverie_env["agent_home"]
     sessions = home / ".reverie" / "sessions"
     sessions.mkdir(parents=True)
@@ -75,31 +137,48 @@ async def test_existing_sessions_are_primed_and_states_resume(reverie_env: dict[
     (sessions / "g1.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
     path.write_bytes(orjson.dumps({"role": "user", "content": "old"}) + b"\n")
 
-    watcher = SessionWatcher(workspace, home, debounce_ms=20)
+    old = path.read_bytes()
+    new = orjson.dumps({"role": "assistant", "content": "new"}) + b"\n"
+    away = orjson.dumps({"role": "user", "content": "while away"}) + b"\n"
+    reference = _reference([old, old + new, old + new + away], "g1.jsonl", tmp_path / "ref")
+
+    watcher = SessionWatcher(workspace, home, debounce_ms=20, worker=worker)
     events: list[SessionAppended] = []
     task = asyncio.create_task(_collect(watcher, events))
     await asyncio.sleep(0.3)
     with path.open("ab") as handle:
-        handle.write(orjson.dumps({"role": "assistant", "content": "new"}) + b"\n")
+        handle.write(new)
     await _until(lambda: _count(events) >= 1)
     watcher.stop()
     await asyncio.wait_for(task, 5)
-    assert [m.text for e in events for m in e.messages] == ["new"]  # "old" was primed
+    _check_payload(events, worker)
+    assert _all_digests(events) == reference[1:2]  # "old" was primed
+    if worker is None:
+        assert [m.text for e in events for m in e.messages] == ["new"]
+    # states survive the end of the iteration (the tracker saves them in its ``finally``)
     saved = {k: v.model_dump(mode="json") for k, v in watcher.states().items()}
+    assert list(saved) == [str(path)] and saved[str(path)]["offset"] == len(old + new)
 
     with path.open("ab") as handle:  # written while no watcher runs
-        handle.write(orjson.dumps({"role": "user", "content": "while away"}) + b"\n")
-    resumed = SessionWatcher(workspace, home, debounce_ms=20, tail_states=saved)
+        handle.write(away)
+    resumed = SessionWatcher(workspace, home, debounce_ms=20, tail_states=saved, worker=worker)
     again: list[SessionAppended] = []
     task = asyncio.create_task(_collect(resumed, again))
     await _until(lambda: _count(again) >= 1)
     resumed.stop()
     await asyncio.wait_for(task, 5)
-    assert [m.text for e in again for m in e.messages] == ["while away"]
+    _check_payload(again, worker)
+    assert _all_digests(again) == reference[2:]
+    if worker is None:
+        assert [m.text for e in again for m in e.messages] == ["while away"]
+    assert resumed.states()[str(path)].offset == len(old + new + away)
 
 
-async def test_stop_before_any_change_ends_promptly(reverie_env: dict[str, Path]) -> None:
-    watcher = SessionWatcher(reverie_env["data"], reverie_env["agent_home"], debounce_ms=50)
+async def test_stop_before_any_change_ends_promptly(
+    reverie_env: dict[str, Path], worker: ParseWorker | None
+) -> None:
+    watcher = SessionWatcher(reverie_env["data"], reverie_env["agent_home"], debounce_ms=50,
+                             worker=worker)
     events: list[SessionAppended] = []
     task = asyncio.create_task(_collect(watcher, events))
     await asyncio.sleep(0.2)
@@ -109,11 +188,11 @@ async def test_stop_before_any_change_ends_promptly(reverie_env: dict[str, Path]
     assert time.monotonic() - started < 2 and events == []
 
 
-class _AgentWritesDuringScan(SessionWatcher):
-    """A watcher whose start-up scan races an agent creating a new session file."""
+class _AgentWritesDuringScan(SessionReader):
+    """A reader whose start-up scan races an agent creating a new session file."""
 
-    def __init__(self, *args: object, new_file: Path, before: bool, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, new_file: Path, before: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.new_file, self.before, self.created = new_file, before, False
 
     def _create(self) -> None:
@@ -121,13 +200,23 @@ class _AgentWritesDuringScan(SessionWatcher):
             self.created = True
             self.new_file.write_bytes(orjson.dumps({"role": "user", "content": "fresh"}) + b"\n")
 
-    def _scan(self, *args: object) -> list[SessionAppended]:
+    def scan(self, report: bool, watched_since_ns: int | None = None) -> list[SessionAppended]:
         if self.before:  # created after the watches started, before discovery sees the folder
             self._create()
-            return super()._scan(*args)  # type: ignore[arg-type]
-        events = super()._scan(*args)  # type: ignore[arg-type]
+            return super().scan(report, watched_since_ns)
+        events = super().scan(report, watched_since_ns)
         self._create()  # created once discovery has listed the folder
         return events
+
+
+class _RacingWatcher(SessionWatcher):
+    def __init__(self, *args: Any, new_file: Path, before: bool, **kwargs: Any) -> None:
+        self.new_file, self.before = new_file, before
+        super().__init__(*args, **kwargs)
+
+    def _new_reader(self, tail_states: Any) -> SessionReader:
+        return _AgentWritesDuringScan(self.workspace, self.agent_home, tail_states=tail_states,
+                                      new_file=self.new_file, before=self.before)
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["before-discovery", "after-discovery"])
@@ -142,7 +231,7 @@ async def test_session_created_during_startup_scan_is_reported(
     (sessions / "old.jsonl").write_bytes(orjson.dumps({"role": "user", "content": "old"}) + b"\n")
     (sessions / "new.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
     time.sleep(0.01)  # the existing files are older than the watches
-    watcher = _AgentWritesDuringScan(
+    watcher = _RacingWatcher(
         workspace, home, debounce_ms=20, new_file=sessions / "new.jsonl", before=before
     )
     events: list[SessionAppended] = []
@@ -171,10 +260,12 @@ async def test_cancelling_a_running_watch_ends_cleanly(reverie_env: dict[str, Pa
     assert stop.is_set()  # what tells the watching thread to end
 
 
-async def test_cancelling_the_consumer_stops_the_watcher(reverie_env: dict[str, Path]) -> None:
+async def test_cancelling_the_consumer_stops_the_watcher(
+    reverie_env: dict[str, Path], worker: ParseWorker | None
+) -> None:
     home = reverie_env["agent_home"]
     (home / ".claude" / "projects").mkdir(parents=True)
-    watcher = SessionWatcher(reverie_env["data"], home, debounce_ms=20)
+    watcher = SessionWatcher(reverie_env["data"], home, debounce_ms=20, worker=worker)
     task = asyncio.create_task(_collect(watcher, []))
     await asyncio.sleep(0.3)
     before = set(asyncio.all_tasks())
@@ -184,3 +275,94 @@ async def test_cancelling_the_consumer_stops_the_watcher(reverie_env: dict[str, 
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     assert all(t.done() for t in watches)
+
+
+@pytest.mark.parametrize("when", ["idle", "busy"])
+async def test_worker_killed_mid_watch_is_recovered_without_loss_or_repeat(
+    reverie_env: dict[str, Path], parse_worker: ParseWorker, tmp_path: Path, when: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """SIGKILL the worker process: the watcher re-creates its reader from its last states.
+
+    ``idle``: killed between appends (the reader is simply gone from the new process);
+    ``busy``: killed while the watcher's read waits behind another call (that read fails with
+    the process and is done again in the new one).
+    """
+    home = reverie_env["agent_home"]
+    project = home / ".claude" / "projects" / "-Users-User-repo-codemie-ai-codemie-code"
+    project.mkdir(parents=True)
+    path = project / f"{SESSION}.jsonl"
+    turn1 = (INCREMENTAL / "turn-1.jsonl").read_bytes()
+    turn2 = (INCREMENTAL / "turn-2.jsonl").read_bytes()
+    watcher = SessionWatcher(WORKSPACE, home, debounce_ms=20, worker=parse_worker)
+    events: list[SessionAppended] = []
+    task = asyncio.create_task(_collect(watcher, events))
+    await asyncio.sleep(0.3)
+    path.write_bytes(turn1)
+    await _until(lambda: _count(events) >= 16)
+    caplog.set_level("WARNING", logger="reverie.transcripts.watch")
+    old_pid = parse_worker.pid
+    assert old_pid is not None
+
+    blocker: asyncio.Task[None] | None = None
+    if when == "idle":
+        os.kill(old_pid, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+    else:
+        blocker = asyncio.create_task(parse_worker.call(time.sleep, 5.0))
+        await asyncio.sleep(0.2)
+    with path.open("ab") as handle:
+        handle.write(turn2[len(turn1):])
+    if blocker is not None:
+        await asyncio.sleep(0.3)  # the watcher's read is queued behind the sleep
+        os.kill(old_pid, signal.SIGKILL)
+        with pytest.raises(Exception, match="ended during a call"):
+            await asyncio.wait_for(blocker, 5)
+    await _until(lambda: _count(events) >= 34)
+    await asyncio.sleep(0.2)  # and nothing is reported twice
+    assert not task.done()
+    watcher.stop()
+    await asyncio.wait_for(task, 5)
+    assert _all_digests(events) == _reference([turn1, turn2], path.name, tmp_path / "reference")
+    assert parse_worker.pid not in (None, old_pid)
+    assert watcher.states()[str(path)].offset == len(turn2)
+    lost = "no transcript reader" if when == "idle" else "ended during a call"
+    assert any(r.getMessage().startswith("transcript reader lost") and lost in r.getMessage()
+               for r in caplog.records)
+
+
+async def test_deleted_session_is_forgotten(
+    reverie_env: dict[str, Path], worker: ParseWorker | None
+) -> None:
+    home = reverie_env["agent_home"]
+    sessions = home / ".reverie" / "sessions"
+    sessions.mkdir(parents=True)
+    workspace = reverie_env["data"]
+    (sessions / "g2.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
+    path = sessions / "g2.jsonl"
+    watcher = SessionWatcher(workspace, home, debounce_ms=20, worker=worker)
+    events: list[SessionAppended] = []
+    task = asyncio.create_task(_collect(watcher, events))
+    await asyncio.sleep(0.3)
+    path.write_bytes(orjson.dumps({"role": "user", "content": "hello"}) + b"\n")
+    await _until(lambda: _count(events) >= 1)
+    assert str(path) in watcher.states()
+    path.unlink()
+    await _until(lambda: str(path) not in watcher.states())
+    watcher.stop()
+    await asyncio.wait_for(task, 5)
+    assert _count(events) == 1
+
+
+def test_corrupt_saved_state_fails_at_construction(
+    reverie_env: dict[str, Path], worker: ParseWorker | None
+) -> None:
+    """The tracker starts afresh when the constructor raises: both modes must raise there."""
+    path = reverie_env["agent_home"] / "x.jsonl"
+    bad: dict[str, Any] = {str(path): {"path": str(path), "agent": "claude-code", "check": "zz"}}
+    with pytest.raises(ValueError):
+        SessionWatcher(reverie_env["data"], reverie_env["agent_home"], 20, tail_states=bad,
+                       worker=worker)
+    good = {str(path): TailState(path=path).model_dump(mode="json")}
+    assert SessionWatcher(reverie_env["data"], reverie_env["agent_home"], 20, tail_states=good,
+                          worker=worker).states().keys() <= {str(path)}

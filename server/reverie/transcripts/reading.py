@@ -1,0 +1,208 @@
+"""The synchronous half of watching: which files are sessions of the workspace, and their tails.
+
+``SessionReader`` owns one ``TranscriptTail`` per session file of a workspace, remembers which
+files belong to the workspace, and turns "these paths changed" into ``SessionAppended`` events.
+It does blocking file I/O and CPU-heavy parsing, so it never runs on the event loop:
+``SessionWatcher`` drives it from a background thread, or keeps it inside the parse worker
+process (``reverie.transcripts.worker``) and gets back only message digests.
+
+Nothing here imports the watcher, asyncio or the language server: the worker process imports
+this module and should start fast.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reverie.transcripts.digest import MessageDigest, digests
+from reverie.transcripts.discovery import SessionRef, discover_sessions, session_ref
+from reverie.transcripts.model import Message, Session
+from reverie.transcripts.tail import TailState, TranscriptTail
+
+logger = logging.getLogger(__name__)
+
+#: a file whose head was read without finding its project is checked again while it is this small
+_RECHECK_BELOW = 1024 * 1024
+
+
+@dataclass(slots=True)
+class SessionAppended:
+    """New messages of one session, in file order.
+
+    ``digests`` is always filled, one per message and in the same order; ``messages`` only when
+    the reading happened in this process (a reader in the worker process sends digests alone).
+    A slots dataclass rather than a model: it crosses the process boundary once per append.
+    """
+
+    ref: SessionRef
+    session: Session
+    messages: list[Message]
+    digests: list[MessageDigest]
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """What one reader step produced, plus what a caller must know to resume it elsewhere.
+
+    The states travel as ``TailState`` JSON: a parser's memo can make a state a hundred
+    kilobytes of small objects, which as bytes cost the receiving process nothing to unpickle
+    (they are decoded only when saved or used to resume a reader).
+    """
+
+    events: list[SessionAppended]
+    #: ``TailState`` JSON of the files this step read, skipped or started (keyed by path)
+    states: dict[str, bytes] = field(default_factory=dict)
+    #: files this step stopped tracking (deleted or moved away)
+    dropped: list[str] = field(default_factory=list)
+
+
+class SessionReader:
+    """Tails of one workspace's session files. Not thread-safe: one caller at a time.
+
+    ``keep_messages=False`` reports digests only (``SessionAppended.messages`` stays empty):
+    what the worker process does, so that no ``Message`` has to be pickled.
+    """
+
+    def __init__(
+        self,
+        workspace: Path,
+        agent_home: Path,
+        *,
+        tail_states: Mapping[str, TailState | dict[str, Any]] | None = None,
+        keep_messages: bool = True,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.agent_home = Path(agent_home)
+        self.keep_messages = keep_messages
+        self._tails: dict[Path, TranscriptTail] = {}
+        self._membership: dict[Path, tuple[bool, int]] = {}
+        self._resumed: set[Path] = set()
+        self._touched: set[Path] = set()
+        self._dropped: set[Path] = set()
+        for key, state in (tail_states or {}).items():
+            path = Path(key)
+            self._tails[path] = TranscriptTail.restore(state)
+            self._membership[path] = (True, 0)
+            self._resumed.add(path)
+
+    # -- public --------------------------------------------------------------------------------
+    def states(self) -> dict[str, TailState]:
+        """Tail states to pass back as ``tail_states`` after a restart."""
+        return {str(path): tail.state() for path, tail in self._tails.items()}
+
+    def scan(self, report: bool, watched_since_ns: int | None = None) -> list[SessionAppended]:
+        """Read every discovered session; report what it produced only when ``report``.
+
+        Otherwise a session is primed (its tail advanced, its messages not kept) unless it was
+        resumed from a saved state (what was appended while we were not running is reported) or
+        modified after ``watched_since_ns`` (created or grown once the watches were running).
+        """
+        events: list[SessionAppended] = []
+        refs = discover_sessions(self.workspace, self.agent_home)
+        for path in dict.fromkeys(ref.path for ref in refs):
+            self._membership[path] = (True, 0)
+            resumed = path in self._resumed
+            self._resumed.discard(path)
+            if report or resumed or self._modified_since(path, watched_since_ns):
+                event = self.read(path)
+                if event is not None:
+                    events.append(event)
+            else:
+                self.skip(path)
+        return events
+
+    def apply(self, paths: Iterable[str | Path]) -> list[SessionAppended]:
+        """Read the given changed paths (in path order); forget the ones that are gone."""
+        events: list[SessionAppended] = []
+        for path in sorted({Path(p) for p in paths if p}):
+            if not path.is_file():
+                if self._tails.pop(path, None) is not None:
+                    self._dropped.add(path)
+                    self._touched.discard(path)
+                self._membership.pop(path, None)
+                continue
+            if not self._belongs(path):
+                continue
+            event = self.read(path)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def skip(self, path: Path) -> None:
+        """Advance the tail to the end of ``path`` without keeping what it says."""
+        tail = self._tail(path)
+        try:
+            tail.skip_to_end()
+        except OSError as exc:
+            logger.warning("cannot read transcript %s: %s", path, exc.strerror or exc)
+
+    def read(self, path: Path) -> SessionAppended | None:
+        """What ``path`` appended since the last read, or None when nothing (or unreadable)."""
+        tail = self._tail(path)
+        try:
+            messages = tail.read_new()
+        except OSError as exc:
+            logger.warning("cannot read transcript %s: %s", path, exc.strerror or exc)
+            return None
+        if not messages:
+            return None
+        session = tail.session.model_copy(deep=True)
+        try:
+            updated = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        except OSError:
+            updated = datetime.now(UTC)
+        ref = SessionRef(agent=session.agent, session_id=session.id, path=path,
+                         updated_at=updated, parent_session_id=session.parent_session_id,
+                         cwd=session.cwd)
+        return SessionAppended(ref=ref, session=session,
+                               messages=messages if self.keep_messages else [],
+                               digests=digests(messages))
+
+    def take_changes(self) -> tuple[dict[str, TailState], list[str]]:
+        """States of the tails touched since the last call, and the paths dropped meanwhile."""
+        states = {str(p): self._tails[p].state() for p in sorted(self._touched) if p in self._tails}
+        dropped = sorted(str(p) for p in self._dropped)
+        self._touched.clear()
+        self._dropped.clear()
+        return states, dropped
+
+    def step(self, events: list[SessionAppended]) -> ReadResult:
+        """``events`` with the tail changes that produced them (see ``take_changes``)."""
+        states, dropped = self.take_changes()
+        encoded = {path: state.model_dump_json().encode() for path, state in states.items()}
+        return ReadResult(events=events, states=encoded, dropped=dropped)
+
+    # -- internals -----------------------------------------------------------------------------
+    def _tail(self, path: Path) -> TranscriptTail:
+        tail = self._tails.get(path)
+        if tail is None:
+            tail = self._tails[path] = TranscriptTail(path)
+            self._dropped.discard(path)
+        self._touched.add(path)
+        return tail
+
+    @staticmethod
+    def _modified_since(path: Path, since_ns: int | None) -> bool:
+        if since_ns is None:
+            return False
+        try:
+            return path.stat().st_mtime_ns > since_ns
+        except OSError:
+            return False
+
+    def _belongs(self, path: Path) -> bool:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return False
+        known = self._membership.get(path)
+        if known is not None and (known[0] or known[1] == size or size >= _RECHECK_BELOW):
+            return known[0]
+        ok = session_ref(path, self.workspace, self.agent_home) is not None
+        self._membership[path] = (ok, size)
+        return ok
