@@ -10,6 +10,7 @@ otherwise idle machine.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import logging
 import os
@@ -65,5 +66,8 @@ async def run_in_background(func: Callable[..., T], /, *args: Any) -> T:
         else:
             loop.call_soon_threadsafe(settle, result, None)
 
-    threading.Thread(target=work, name="reverie-background", daemon=True).start()
+    # ``_thread`` rather than ``threading.Thread.start()``: the latter blocks the calling thread
+    # (the event loop) until the new thread has been scheduled and has taken the GIL, which on
+    # a busy machine takes milliseconds. This thread is a daemon, as a ``Thread`` would be.
+    _thread.start_new_thread(work, ())
     return await future

@@ -31,6 +31,11 @@ class _Rule:
     pattern: re.Pattern[str]
     #: Returns the replacement, or ``None`` to leave the match alone (not a secret after all).
     replace: Callable[[re.Match[str]], str | None]
+    #: literals one of which every match contains: a text with none of them is not scanned
+    #: (a substring test is about thirty times cheaper than the pattern's scan)
+    needles: tuple[str, ...] = ()
+    #: compare ``needles`` with the lower-cased text (patterns compiled with IGNORECASE)
+    ignore_case: bool = False
 
 
 def _whole(kind: str) -> Callable[[re.Match[str]], str | None]:
@@ -84,8 +89,8 @@ def _authorization(match: re.Match[str]) -> str | None:
     return match.group("prefix") + redaction_marker("authorization")
 
 
-def _simple(kind: str, pattern: str) -> _Rule:
-    return _Rule(kind, re.compile(pattern), _whole(kind))
+def _simple(kind: str, pattern: str, *needles: str) -> _Rule:
+    return _Rule(kind, re.compile(pattern), _whole(kind), needles)
 
 
 _TOKEN_TAIL = r"(?![A-Za-z0-9_-])"
@@ -96,6 +101,8 @@ _RULES: tuple[_Rule, ...] = (
         "private",
         re.compile(r"<private>.*?(?:</private>|\Z)", re.DOTALL | re.IGNORECASE),
         _whole("private"),
+        ("<private>",),
+        ignore_case=True,
     ),
     # PEM private keys. A bare BEGIN line without a key body (code that looks for the header)
     # is left alone; the lazy body is bounded so a missing END cannot scan the whole text.
@@ -107,6 +114,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|(?:\\n|[\s])*[A-Za-z0-9+/=]{40,}(?:(?:\\n|[\s])+[A-Za-z0-9+/=]{4,}){0,400})"
         ),
         _whole("private_key"),
+        ("PRIVATE KEY",),
     ),
     # Authorization headers with a literal credential (``Bearer $TOKEN`` is a variable: kept).
     _Rule(
@@ -118,6 +126,8 @@ _RULES: tuple[_Rule, ...] = (
             re.IGNORECASE,
         ),
         _authorization,
+        ("authorization",),
+        ignore_case=True,
     ),
     _Rule(
         "bearer",
@@ -125,8 +135,9 @@ _RULES: tuple[_Rule, ...] = (
             r"(?P<prefix>\bBearer\s+)(?P<secret>(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{16,4096})"
         ),
         _keep_prefix("bearer"),
+        ("Bearer",),
     ),
-    _simple("anthropic", r"\bsk-ant-[A-Za-z0-9_-]{20,512}" + _TOKEN_TAIL),
+    _simple("anthropic", r"\bsk-ant-[A-Za-z0-9_-]{20,512}" + _TOKEN_TAIL, "sk-ant-"),
     _Rule(
         "openai",
         re.compile(
@@ -134,20 +145,24 @@ _RULES: tuple[_Rule, ...] = (
             r"(?=[A-Za-z_-]{0,512}[0-9])[A-Za-z0-9_-]{20,512}" + _TOKEN_TAIL
         ),
         _whole("openai"),
+        ("sk-",),
     ),
-    _simple("github", r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b"),
-    _simple("github", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
-    _simple("aws", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    _simple("slack", r"\bxox[abposre]-[A-Za-z0-9-]{10,255}"),
-    _simple("slack", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,200}"),
-    _simple("google", r"\bAIza[0-9A-Za-z_-]{35}" + _TOKEN_TAIL),
-    _simple("stripe", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}\b"),
-    _simple("huggingface", r"\bhf_[A-Za-z0-9]{30,64}\b"),
-    _simple("npm", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    _simple("github", r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b",
+            "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    _simple("github", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b", "github_pat_"),
+    _simple("aws", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "AKIA", "ASIA", "ABIA", "ACCA"),
+    _simple("slack", r"\bxox[abposre]-[A-Za-z0-9-]{10,255}", "xox"),
+    _simple("slack", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,200}",
+            "https://hooks.slack.com/services/"),
+    _simple("google", r"\bAIza[0-9A-Za-z_-]{35}" + _TOKEN_TAIL, "AIza"),
+    _simple("stripe", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,255}\b", "_live_", "_test_"),
+    _simple("huggingface", r"\bhf_[A-Za-z0-9]{30,64}\b", "hf_"),
+    _simple("npm", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _Rule(
         "jwt",
         re.compile(r"\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,2048}"),
         _whole("jwt"),
+        ("eyJ",),
     ),
     # .env-style assignments: UPPER_CASE names ending in _KEY / _TOKEN / _SECRET / PASSWORD.
     _Rule(
@@ -161,6 +176,7 @@ _RULES: tuple[_Rule, ...] = (
             re.MULTILINE,
         ),
         _env_assignment,
+        ("_KEY", "_TOKEN", "_SECRET", "PASSWORD", "_PASSWD"),
     ),
 )
 
@@ -168,9 +184,19 @@ _RULES: tuple[_Rule, ...] = (
 def redact(text: str) -> tuple[str, int]:
     """Replace secrets in ``text``; return the cleaned text and how many secrets were replaced."""
     total = 0
+    lowered: str | None = None
     for rule in _RULES:
         if not text:
             break
+        if rule.needles:
+            if rule.ignore_case:
+                if lowered is None:
+                    lowered = text.lower()
+                haystack = lowered
+            else:
+                haystack = text
+            if not any(needle in haystack for needle in rule.needles):
+                continue
         count = 0
 
         def substitute(match: re.Match[str], rule: _Rule = rule) -> str:
@@ -182,5 +208,7 @@ def redact(text: str) -> tuple[str, int]:
             return replacement
 
         text = rule.pattern.sub(substitute, text)
-        total += count
+        if count:
+            total += count
+            lowered = None  # the text changed
     return text, total

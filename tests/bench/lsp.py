@@ -193,6 +193,17 @@ async def sample_status(
         await asyncio.sleep(pause)
 
 
+#: the agent: appends its transcript in ~512 KB pieces of whole lines every 20 ms
+_APPENDER = """
+import sys, time
+with open(sys.argv[1], "rb") as src, open(sys.argv[2], "ab") as out:
+    while piece := src.read(512 * 1024):
+        out.write(piece + src.readline())
+        out.flush()
+        time.sleep(0.02)
+"""
+
+
 # --- the fake model ---------------------------------------------------------------------------
 
 
@@ -337,13 +348,14 @@ async def measure_latency(root: Path, load_mb: int, in_process: bool = False) ->
             done = asyncio.Event()
 
             async def append() -> float:
-                """Copy the pre-generated transcript in ~512 KB pieces of whole lines."""
+                """Copy the pre-generated transcript in ~512 KB pieces of whole lines, from a
+                process of its own, as an agent would (in this process the copying would
+                delay the client's own handling of the replies it measures)."""
                 began = time.perf_counter()
-                with source.open("rb") as src, big.open("ab") as out:
-                    while piece := src.read(512 * 1024):
-                        out.write(piece + src.readline())
-                        out.flush()
-                        await asyncio.sleep(0.02)
+                writer = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", _APPENDER, str(source), str(big)
+                )
+                await writer.wait()
                 return time.perf_counter() - began
 
             dream = await server.command("reverie.server.dream", {"extraContext": "bench"})

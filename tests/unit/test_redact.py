@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
+import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie.redact import redact
 
@@ -137,3 +141,52 @@ def test_fast_and_linear_on_long_text() -> None:
     started = time.perf_counter()
     redact(doubled)
     assert time.perf_counter() - started < elapsed * 4 + 0.5  # no quadratic blow-up
+
+
+def _redact_every_rule(text: str) -> tuple[str, int]:
+    """The reference: every pattern scans the text, whatever the needles say."""
+    from reverie import redact as module
+
+    total = 0
+    for rule in module._RULES:
+        count = 0
+
+        def substitute(match: re.Match[str], rule: object = rule) -> str:
+            nonlocal count
+            replacement = rule.replace(match)  # type: ignore[attr-defined]
+            if replacement is None:
+                return match.group(0)
+            count += 1
+            return replacement
+
+        text = rule.pattern.sub(substitute, text)
+        total += count
+    return text, total
+
+
+_PIECES = [c[1] for c in CASES] + [
+    ORDINARY_CODE, "authorization", "AUTHORIZATION: Bearer ", "<Private>", "sk-", "_KEY=",
+    " ", "\n", "x" * 20, "0123456789", "ghp_", "hooks.slack.com/services/", "İ", "eyJ", ".",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=8), st.randoms(use_true_random=False))
+def test_needles_never_change_the_result(pieces: list[str], rng: random.Random) -> None:
+    """A rule skipped for lack of its literal could not have matched: same text, same count."""
+    text = "".join(p[: rng.randint(0, len(p))] if rng.random() < 0.3 else p for p in pieces)
+    assert redact(text) == _redact_every_rule(text)
+
+
+def test_needles_make_ordinary_text_cheap() -> None:
+    """A real session: most rules find no literal of theirs and are skipped."""
+    text = next(FIXTURES.rglob("tool_heavy.jsonl")).read_text(encoding="utf-8")
+    started = time.perf_counter()
+    for _ in range(5):
+        redact(text)
+    filtered = time.perf_counter() - started
+    started = time.perf_counter()
+    for _ in range(5):
+        _redact_every_rule(text)
+    unfiltered = time.perf_counter() - started
+    assert filtered < unfiltered / 2, (filtered, unfiltered)

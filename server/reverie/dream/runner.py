@@ -100,6 +100,10 @@ class _Outcome(BaseModel):
     summary: str = ""
 
 
+#: new text a dream turn redacts on the event loop (about 0.1 ms); more goes to a thread
+INLINE_REDACT_CHARS = 4_000
+
+
 class _RedactingClient:
     """Wraps the dream's model client so nothing unredacted reaches the provider: the brief,
     and every tool result (transcripts, notes and memory the model reads) pass ``redact``."""
@@ -124,8 +128,13 @@ class _RedactingClient:
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
     ) -> ModelReply:
-        # off the event loop: the brief and the tool results (transcripts, notes) can be large
-        clean = await run_in_background(self._clean, list(messages))
+        # each text is redacted once per dream: a turn usually adds a short tool result, done at
+        # once; the brief and large tool results (transcripts, notes) go off the event loop
+        fresh = sum(len(m.content) for m in messages if m.content not in self._redacted)
+        if fresh <= INLINE_REDACT_CHARS:
+            clean = self._clean(list(messages))
+        else:
+            clean = await run_in_background(self._clean, list(messages))
         return await self.inner.complete(clean, system=system, tools=tools,
                                          output_schema=output_schema, max_tokens=max_tokens)
 
@@ -135,7 +144,8 @@ class _RedactingClient:
             text = self._redacted.get(message.content)
             if text is None:
                 text = self._redacted[message.content] = redact(message.content)[0]
-            clean.append(message.model_copy(update={"content": text}))
+            clean.append(message if text == message.content
+                         else message.model_copy(update={"content": text}))
         return clean
 
     async def aclose(self) -> None:

@@ -82,6 +82,17 @@ _JOB_MODULES = (
     "reverie.sleep.cycle",
     "reverie.commands.sessions",
     "reverie.commands.history",
+    "reverie.session_memory.source",
+    # what httpx loads on its first client and first request (~20 ms)
+    "httpcore",
+    "sniffio",
+    "anyio.abc",
+    "anyio.lowlevel",
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "anyio.streams.tls",
+    "anyio._backends._asyncio",
+    "concurrent.futures.thread",
 )
 
 

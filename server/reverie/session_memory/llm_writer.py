@@ -96,10 +96,13 @@ class LLMWriter:
         ) + condensing_reminders(current)
         user = f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}"
 
-        staging_dir = Path(tempfile.mkdtemp(prefix=".staging-", dir=notes_path.parent))
+        # file work (an fsync takes milliseconds) stays off the event loop
+        staging_dir = Path(
+            await asyncio.to_thread(tempfile.mkdtemp, prefix=".staging-", dir=notes_path.parent)
+        )
         try:
             staged = staging_dir / notes_path.name
-            atomic_write_text(staged, current)
+            await asyncio.to_thread(atomic_write_text, staged, current)
             gate = PathGate(read_roots=[], write_file=notes_path, base_dir=notes_path.parent)
             timeout = settings.request_timeout_seconds * max(1, settings.session_memory_max_turns)
             try:
@@ -125,9 +128,9 @@ class LLMWriter:
                     redactions=redacted_conversation + redacted_notes,
                     error=f"the model did not finish within {timeout:.0f} s",
                 )
-            new_text = staged.read_text(encoding="utf-8")
+            new_text = await asyncio.to_thread(staged.read_text, encoding="utf-8")
         finally:
-            shutil.rmtree(staging_dir, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, staging_dir, ignore_errors=True)
 
         usage = result.usage
         outcome = WriteOutcome(

@@ -46,6 +46,8 @@ from reverie.transcripts.model import Message, Session
 logger = logging.getLogger(__name__)
 
 WAIT_TIMEOUT_SECONDS = 15.0
+#: digests a threshold check folds in on the event loop (about 0.4 us each); more go to a thread
+INLINE_FOLD_LIMIT = 2_000
 STALE_AFTER_SECONDS = 60.0
 
 SkipReason = Literal[
@@ -245,10 +247,15 @@ class SessionMemoryManager:
             self._counters[key] = (ThresholdCounter(), asyncio.Lock())
         counter, lock = self._counters[key]
         async with lock:  # one thread at a time folds messages into a counter
-            # incremental: the cost follows what was appended, not the conversation
-            decision, last_cursor = await run_in_background(
-                counter.evaluate, digests, state, config
-            )
+            # incremental: the cost follows what was appended, not the conversation. A usual
+            # append is folded in at once (a fraction of a millisecond, less than handing it
+            # to a thread); a rescan of a long conversation goes to a background thread
+            if counter.pending(digests, state) <= INLINE_FOLD_LIMIT:
+                decision, last_cursor = counter.evaluate(digests, state, config)
+            else:
+                decision, last_cursor = await run_in_background(
+                    counter.evaluate, digests, state, config
+                )
             if decision.due:
                 counter.mark_due(state, last_cursor)
         return decision

@@ -150,6 +150,10 @@ class ThresholdCounter:
         why = f"{calls} tool calls < {config.tool_calls} and the agent is mid tool loop"
         return ThresholdDecision(False, tokens, new_tokens, calls, natural_break, why), cursor
 
+    def pending(self, digests: Sequence[MessageDigest], state: ExtractionState) -> int:
+        """How many digests the next ``evaluate`` of ``digests`` has to fold in."""
+        return len(digests) - self._seen if self._same(digests, state) else len(digests)
+
     def mark_due(self, state: ExtractionState, cursor: MessageCursor | None) -> None:
         """Record a positive decision: tool calls count again from the last message."""
         state.initialized = True
@@ -157,13 +161,17 @@ class ThresholdCounter:
         self._cursor = cursor
         self._tool_calls = 0
 
-    def _catch_up(self, digests: Sequence[MessageDigest], state: ExtractionState) -> None:
-        same = (
+    def _same(self, digests: Sequence[MessageDigest], state: ExtractionState) -> bool:
+        """``digests`` is the list seen last time, grown (and the cursor is still ours)."""
+        return (
             id(digests) == self._list_id
             and len(digests) >= self._seen
             and (self._seen == 0 or digests[self._seen - 1] is self._last)
             and state.last_memory_cursor is self._cursor
         )
+
+    def _catch_up(self, digests: Sequence[MessageDigest], state: ExtractionState) -> None:
+        same = self._same(digests, state)
         if not same:
             self._reset()
             self._list_id = id(digests)

@@ -217,6 +217,11 @@ def _init_worker_process() -> None:
     sys.stdout.flush()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError as exc:
+            logger.debug("cannot make the worker process SCHED_IDLE: %s", exc)
     if hasattr(os, "nice"):
         try:
             current = os.nice(0)
