@@ -7,6 +7,7 @@ lives in the core packages; ``reverie.lsp.tracking`` adapts them per workspace f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -44,7 +45,7 @@ from reverie.lsp.protocol import (
     StatusResult,
     Wire,
 )
-from reverie.lsp.stdio import LoopPipeReader, can_read_on_loop
+from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, can_read_on_loop
 from reverie.transcripts.worker import ParseWorker
 
 if TYPE_CHECKING:
@@ -113,6 +114,15 @@ class ReverieProtocol(LanguageServerProtocol):
             return RawNotification
         return super().get_message_type(method)
 
+    def notify(self, method: str, params: Any | None = None) -> None:
+        """Notifications may wait a few milliseconds to share a write (``BatchingWriter``)."""
+        writer = self.writer
+        if isinstance(writer, BatchingWriter):
+            with writer.deferring():
+                super().notify(method, params)
+        else:
+            super().notify(method, params)
+
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     def lsp_workspace__execute_command(
         self, params: types.ExecuteCommandParams
@@ -153,7 +163,10 @@ class ReverieLanguageServer(LanguageServer):
         self.trackers: dict[Path, WorkspaceTracker] = {}
         #: the process transcripts are read and parsed in (see ``reverie.transcripts.worker``)
         self.parse_worker = ParseWorker()
-        self.conversations = ConversationDigests(self.parse_worker.call)
+        #: a second one for whole-conversation reads (an extraction's context, a session's
+        #: digests): reading a long transcript takes seconds, and appends must not queue behind
+        self.load_worker = ParseWorker()
+        self.conversations = ConversationDigests(self.load_worker.call)
         #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
@@ -178,7 +191,7 @@ class ReverieLanguageServer(LanguageServer):
             super().start_io(stdin, stdout)
             return
         self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        self.protocol.set_writer(BatchingWriter(stdout or sys.stdout.buffer))
         try:
             asyncio.run(
                 run_async(
@@ -194,7 +207,12 @@ class ReverieLanguageServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
+            writer = self.protocol.writer
+            if isinstance(writer, BatchingWriter):
+                with contextlib.suppress(OSError, ValueError):
+                    writer.flush()
             self.parse_worker.close()
+            self.load_worker.close()
             self.shutdown()  # type: ignore[no-untyped-call]
 
     # --- settings ------------------------------------------------------------------------------
@@ -621,6 +639,7 @@ class ReverieLanguageServer(LanguageServer):
         if leftovers:
             await asyncio.wait(leftovers, timeout=2.0)
         self.parse_worker.close()
+        self.load_worker.close()
         self.log_handler.disconnect()
 
 

@@ -268,7 +268,7 @@ class WorkspaceTracker:
         # kept as a generic transcript: the watcher and discovery see it like any other session;
         # it is also fed at once (the conversation digests drop the watcher's repeat of it)
         path = await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
-        read = await self.server.parse_worker.call(pushed_session_digests, path)
+        read = await self.server.load_worker.call(pushed_session_digests, path)
         if read is not None:
             await self.on_appended(*read)
 
