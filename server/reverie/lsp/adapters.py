@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp.jobs import Job, JobResult
-from reverie.session_memory.source import Runner, TranscriptConversation, load_session_digests
-from reverie.transcripts.digest import MessageDigest
 
 if TYPE_CHECKING:
     from reverie.lsp.server import ReverieLanguageServer
     from reverie.lsp.tracking import WorkspaceTracker
     from reverie.memory.lock import LockStatus
+    from reverie.session_memory.source import Runner, TranscriptConversation
+    from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
     from reverie.transcripts.model import Session
 
@@ -77,6 +77,8 @@ class ConversationDigests:
         key = _key(ref)
         tracked = self._sessions.get(key)
         if tracked is None:
+            from reverie.session_memory.source import load_session_digests
+
             session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
             tracked = _Tracked(session, digests, {d.id for d in digests})
             self._put(key, tracked)
@@ -84,9 +86,13 @@ class ConversationDigests:
         return tracked.session, self._conversation(ref, tracked)
 
     def _conversation(self, ref: SessionRef, tracked: _Tracked) -> TranscriptConversation:
+        from reverie.session_memory.source import TranscriptConversation
+
         return TranscriptConversation(ref.path, ref.session_id, tracked.digests, self._run)
 
     async def _load(self, ref: SessionRef) -> tuple[Session | None, list[MessageDigest]]:
+        from reverie.session_memory.source import load_session_digests
+
         try:
             session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
         except Exception as exc:  # unreadable now: start from what was appended

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Generator, Iterable
+from collections.abc import Callable, Coroutine, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
@@ -46,11 +47,11 @@ from reverie.lsp.protocol import (
     Wire,
 )
 from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, can_read_on_loop
-from reverie.transcripts.worker import ParseWorker
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
     from reverie.session_memory.manager import SessionMemoryManager
+    from reverie.transcripts.worker import ParseWorker
 
 logger = logging.getLogger(__name__)
 
@@ -161,12 +162,7 @@ class ReverieLanguageServer(LanguageServer):
             price_for=self._price_for,
         )
         self.trackers: dict[Path, WorkspaceTracker] = {}
-        #: the process transcripts are read and parsed in (see ``reverie.transcripts.worker``)
-        self.parse_worker = ParseWorker()
-        #: a second one for whole-conversation reads (an extraction's context, a session's
-        #: digests): reading a long transcript takes seconds, and appends must not queue behind
-        self.load_worker = ParseWorker()
-        self.conversations = ConversationDigests(self.load_worker.call)
+        self.conversations = ConversationDigests(self._load_call)
         #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
@@ -180,6 +176,33 @@ class ReverieLanguageServer(LanguageServer):
         self.shutting_down = False
         #: level of the stderr handler (set by ``reverie serve`` from ``--log-level``)
         self.stderr_level = logging.WARNING
+
+    # --- worker processes -----------------------------------------------------------------------
+
+    @functools.cached_property
+    def parse_worker(self) -> ParseWorker:
+        """The process transcripts are read and parsed in (``reverie.transcripts.worker``);
+        made on first use, after ``initialize`` is answered (it imports multiprocessing)."""
+        from reverie.transcripts.worker import ParseWorker
+
+        return ParseWorker()
+
+    @functools.cached_property
+    def load_worker(self) -> ParseWorker:
+        """A second one for whole-conversation reads (an extraction's context, a session's
+        digests): reading a long transcript takes seconds, and appends must not queue behind."""
+        from reverie.transcripts.worker import ParseWorker
+
+        return ParseWorker()
+
+    async def _load_call(self, func: Callable[..., Any], /, *args: Any) -> Any:
+        return await self.load_worker.call(func, *args)
+
+    def close_workers(self) -> None:
+        for name in ("parse_worker", "load_worker"):
+            worker = self.__dict__.get(name)
+            if worker is not None:
+                worker.close()
 
     # --- transport ----------------------------------------------------------------------------
 
@@ -211,8 +234,7 @@ class ReverieLanguageServer(LanguageServer):
             if isinstance(writer, BatchingWriter):
                 with contextlib.suppress(OSError, ValueError):
                     writer.flush()
-            self.parse_worker.close()
-            self.load_worker.close()
+            self.close_workers()
             self.shutdown()  # type: ignore[no-untyped-call]
 
     # --- settings ------------------------------------------------------------------------------
@@ -638,8 +660,7 @@ class ReverieLanguageServer(LanguageServer):
             task.cancel()
         if leftovers:
             await asyncio.wait(leftovers, timeout=2.0)
-        self.parse_worker.close()
-        self.load_worker.close()
+        self.close_workers()
         self.log_handler.disconnect()
 
 
