@@ -273,6 +273,9 @@ class Report:
     idle_samples: int
     #: (idle p99, load p99) of each round on its own
     rounds: list[tuple[float, float]]
+    #: RSS of the server and of its worker processes once the 100 MB session is active
+    active_server_mb: float
+    active_workers_mb: float
     load_mb: int
     load_seconds: float
     jobs_seen: list[str]
@@ -383,6 +386,7 @@ async def measure_latency(
             (percentile(r["idle"], 99), percentile(r["load"], 99)) for r in results
         ],
         "load_seconds": statistics.median(r["load_seconds"] for r in results),
+        "active_rss": max(r["active_rss"] for r in results),
         "jobs": sorted({j for r in results for j in r["jobs"]}),
     }
 
@@ -439,6 +443,10 @@ async def _latency_round(
             await asyncio.sleep(0.05)
         done.set()
         loaded = await sampler
+        # memory once a 100 MB session is active (the server keeps digests of it, not messages)
+        process = psutil.Process(server.pid)
+        server_mb = process.memory_info().rss / (1 << 20)
+        workers_mb = sum(c.memory_info().rss for c in process.children(recursive=True)) / (1 << 20)
         jobs = sorted(
             {
                 f"{e['kind']}:{e['type']}"
@@ -446,7 +454,13 @@ async def _latency_round(
                 if e["type"] in ("start", "complete", "error", "cancelled")
             }
         )
-        return {"idle": idle, "load": loaded, "load_seconds": load_seconds, "jobs": jobs}
+        return {
+            "idle": idle,
+            "load": loaded,
+            "load_seconds": load_seconds,
+            "jobs": jobs,
+            "active_rss": (server_mb, workers_mb),
+        }
     finally:
         await server.stop()
         # the next round's server must not spend its idle phase reading this one's transcript
@@ -537,6 +551,8 @@ async def run(
         load_samples=len(load),
         idle_samples=len(idle),
         rounds=[(round(i, 2), round(x, 2)) for i, x in latency["rounds"]],
+        active_server_mb=round(latency["active_rss"][0], 1),
+        active_workers_mb=round(latency["active_rss"][1], 1),
         load_mb=load_mb,
         load_seconds=round(latency["load_seconds"], 1),
         jobs_seen=latency["jobs"],
@@ -607,6 +623,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  p99 idle/load of each round: {each} ms")
     print(f"  target p99 <= 2x idle and <= 50 ms  [{ok(within)}]")
     print(f"  jobs seen: {', '.join(r.jobs_seen)}")
+    print(
+        f"RSS with the {r.load_mb} MB session active  server {r.active_server_mb:.1f} MB"
+        f" + worker processes {r.active_workers_mb:.1f} MB"
+    )
     total = r.rss_mb + r.worker_rss_mb
     print(
         f"RSS watching {r.watch_gb} GB      {total:.1f} MB = server {r.rss_mb:.1f} MB"

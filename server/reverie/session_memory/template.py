@@ -10,6 +10,7 @@ Overrides live in the config dir (``REVERIE_CONFIG_DIR``):
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -91,7 +92,9 @@ class NotesTemplate:
         return None
 
 
+@functools.cache
 def _read_package_text(name: str) -> str:
+    """A built-in prompt or template (read once: every extraction needs it, on the loop)."""
     return resources.files("reverie").joinpath("prompts", name).read_text(encoding="utf-8")
 
 
