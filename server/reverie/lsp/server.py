@@ -70,6 +70,8 @@ _MESSAGE_TYPES = {
 }
 _LOG_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}
 SHUTDOWN_DRAIN_SECONDS = 5.0
+#: the load worker process stops after this long without a call (see ``load_worker``)
+LOAD_WORKER_IDLE_SECONDS = 60.0
 POPUP_REPEAT_SECONDS = 600.0
 _JOB_MODULES = (
     "reverie.lsp.tracking",
@@ -190,10 +192,11 @@ class ReverieLanguageServer(LanguageServer):
     @functools.cached_property
     def load_worker(self) -> ParseWorker:
         """A second one for whole-conversation reads (an extraction's context, a session's
-        digests): reading a long transcript takes seconds, and appends must not queue behind."""
+        digests): reading a long transcript takes seconds, and appends must not queue behind.
+        It stops after a minute without work: reading a long transcript leaves it tens of MB."""
         from reverie.transcripts.worker import ParseWorker
 
-        return ParseWorker()
+        return ParseWorker(idle_seconds=LOAD_WORKER_IDLE_SECONDS)
 
     async def _load_call(self, func: Callable[..., Any], /, *args: Any) -> Any:
         return await self.load_worker.call(func, *args)

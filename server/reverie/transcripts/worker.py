@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -58,11 +59,18 @@ class ParseWorker:
     loops) at once: calls run one after another in the worker, in submission order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, idle_seconds: float | None = None) -> None:
+        """``idle_seconds``: stop the process once no call has run for that long (its memory
+        goes back to the system; the next call starts a new one). ``None``: keep it running,
+        as a worker that holds readers must."""
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
         self._pid: int | None = None
         self._process: BaseProcess | None = None
+        self._idle_seconds = idle_seconds
+        self._in_flight = 0
+        self._last_used = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     # -- public --------------------------------------------------------------------------------
     @property
@@ -76,6 +84,15 @@ class ParseWorker:
         Raises what ``func`` raised; ``WorkerDied`` when the process ended during the call (the
         next call starts a new one).
         """
+        self._in_flight += 1
+        try:
+            return await self._call(func, *args)
+        finally:
+            self._in_flight -= 1
+            self._last_used = time.monotonic()
+            self._schedule_idle_stop()
+
+    async def _call(self, func: Callable[..., T], /, *args: Any) -> T:
         executor = self._executor
         if executor is not None and not self._alive(executor):
             self._discard(executor)  # died while idle: this call was never in flight
@@ -144,6 +161,30 @@ class ParseWorker:
             pass
 
     # -- internals -----------------------------------------------------------------------------
+    def _schedule_idle_stop(self) -> None:
+        if self._idle_seconds is None or self._idle_timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._idle_timer = loop.call_later(self._idle_seconds, self._stop_if_idle)
+
+    def _stop_if_idle(self) -> None:
+        """On the loop: stop the process when no call ran for ``idle_seconds``."""
+        self._idle_timer = None
+        if self._executor is None or self._idle_seconds is None:
+            return
+        idle_for = time.monotonic() - self._last_used
+        loop = asyncio.get_running_loop()
+        if self._in_flight or idle_for < self._idle_seconds:
+            self._idle_timer = loop.call_later(
+                max(self._idle_seconds - idle_for, 0.05), self._stop_if_idle
+            )
+            return
+        with self._lock:  # from here on a new call starts a new process
+            executor, self._executor, self._pid, self._process = self._executor, None, None, None
+        if executor is not None:
+            logger.debug("transcript worker process idle for %.0f s: stopping it", idle_for)
+            loop.run_in_executor(None, _stop, executor)  # it joins: not on the loop
+
     def _alive(self, executor: ProcessPoolExecutor) -> bool:
         process = self._process
         if process is None or self._executor is not executor:

@@ -237,3 +237,21 @@ def _exited(pid: int) -> bool:
     except OSError:
         return True
     return fields[0] in ("Z", "X")
+
+
+async def test_an_idle_worker_stops_and_the_next_call_starts_another() -> None:
+    """``idle_seconds``: a worker nobody used for that long gives its memory back."""
+    worker = ParseWorker(idle_seconds=0.3)
+    try:
+        first = await worker.call(os.getpid)
+        await asyncio.sleep(0.1)
+        assert await worker.call(os.getpid) == first  # used again in time: still the same
+        deadline = time.monotonic() + 10
+        while not (_gone(first) or _exited(first)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert _gone(first) or _exited(first)
+        assert worker.pid is None
+        second = await worker.call(os.getpid)
+        assert second != first and not _gone(second)
+    finally:
+        worker.close()
