@@ -18,6 +18,7 @@ from pathlib import Path
 from reverie.transcripts.base import first_line
 from reverie.transcripts.classify import make_tool_call
 from reverie.transcripts.model import Message, ParseStats, Role, Session, Usage
+from reverie.transcripts.wrappers import request_of
 
 HEADER = re.compile(rb"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})[ \t]*\r?$",
                     re.MULTILINE)
@@ -118,8 +119,8 @@ def _parse_run(run: AiderRun, body: str, stats: ParseStats) -> None:
         if kind == "user":
             seen_user = True
             run.messages.append(Message(id=mid, role="user", text=text))
-            if run.session.title is None and text:
-                run.session.title = first_line(text)
+            if run.session.title is None and (request := request_of(text)):
+                run.session.title = first_line(request)
                 run.session.title_source = "first_prompt"
             last_reply = None
             continue

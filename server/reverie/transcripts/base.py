@@ -12,6 +12,7 @@ import orjson
 
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import AgentName, Message, ParseStats, Session
+from reverie.transcripts.wrappers import request_of
 
 
 class RecordParser(ABC):
@@ -70,10 +71,13 @@ class RecordParser(ABC):
             object.__setattr__(s, "updated_at", when)  # hot path: skip pydantic's setattr
 
     def note_first_prompt(self, text: str) -> None:
-        """Fallback title: the first real user prompt, when the agent wrote no summary."""
+        """Fallback title: the first real user request (wrappers skipped, ``wrappers``), when
+        the agent wrote no summary."""
         if self.session.title is None and text.strip():
-            self.session.title = first_line(text)
-            self.session.title_source = "first_prompt"
+            request = request_of(text)
+            if request:
+                self.session.title = first_line(request)
+                self.session.title_source = "first_prompt"
 
 
 def loads_line(data: bytes) -> Any:

@@ -41,8 +41,6 @@ _MEMO_LIMIT = 512
 UUID_PATTERN = _UUID = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 )
-_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
-_COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 
 
 def _bounded_set(items: OrderedDict[str, Any], key: str, value: Any = True) -> None:
@@ -160,7 +158,7 @@ class ClaudeParser(RecordParser):
         if sidechain:
             self._link_sidechain(message, uuid, parent_uuid)
         elif message.role == "user" and not message.is_meta and not message.tool_results:
-            self.note_first_prompt(_prompt_text(message.text))
+            self.note_first_prompt(message.text)
         return [message]
 
     def _link_sidechain(self, message: Message, uuid: str, parent_uuid: str | None) -> None:
@@ -287,11 +285,3 @@ def _usage(raw: Any) -> Usage | None:
         cache_write_tokens=as_int(raw.get("cache_creation_input_tokens")),
     )
 
-
-def _prompt_text(text: str) -> str:
-    """A typed prompt, or ``/command args`` for a slash command; "" for injected text."""
-    command = _COMMAND.search(text)
-    if command:
-        args = _COMMAND_ARGS.search(text)
-        return f"{command.group(1)} {args.group(1) if args else ''}".strip()
-    return "" if text.lstrip().startswith("<") else text

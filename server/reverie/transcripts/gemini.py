@@ -37,6 +37,7 @@ from reverie.transcripts.model import (
     ToolResult,
     Usage,
 )
+from reverie.transcripts.wrappers import request_of
 
 _SESSION_NAME = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-(.+)$")
 
@@ -94,9 +95,10 @@ class GeminiState:
         for item in self.raw.values():
             out.extend(_convert(item, self.session.cwd))
         if title_from_prompt:
-            first = next((m for m in out if m.role == "user" and m.text.strip()), None)
+            first = next((r for m in out if m.role == "user"
+                          and (r := request_of(m.text, m.display_text))), None)
             if first is not None:
-                self.session.title = first_line(first.text)
+                self.session.title = first_line(first)
                 self.session.title_source = "first_prompt"
         times = [m.timestamp for m in out if m.timestamp is not None]
         if times:
@@ -196,7 +198,10 @@ def _convert(item: dict[str, Any], cwd: str | None) -> list[Message]:
     ts = parse_time(item.get("timestamp"))
     text = text_of(item.get("content"))
     if kind == "user":
-        return [Message(id=mid, role="user", text=text, timestamp=ts)]
+        # ``displayContent``: what the person typed when the CLI expanded it (``/init``)
+        shown = text_of(item["displayContent"]) if "displayContent" in item else None
+        display = shown if shown is not None and shown.strip() != text.strip() else None
+        return [Message(id=mid, role="user", text=text, timestamp=ts, display_text=display)]
     if kind != "gemini":
         if not text.strip():
             return []

@@ -102,6 +102,9 @@ class Message(BaseModel):
     agent_id: str | None = None
     #: for sub-agent (sidechain) records: the Task tool call that spawned them, when known.
     parent_call_id: str | None = None
+    #: what the person typed when the agent expanded it into ``text`` (Gemini's
+    #: ``displayContent`` of a slash command); ``None`` when ``text`` is what was typed.
+    display_text: str | None = None
 
 
 class Session(BaseModel):

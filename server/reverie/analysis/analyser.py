@@ -1,0 +1,685 @@
+"""One forward pass over a session's messages → ``SessionAnalysis``.
+
+``SessionAnalyser.feed`` takes the messages one at a time (a file can be streamed through it) and
+keeps only compact per-call facts: a pending call waits for its result in a dict keyed by call id,
+open failures wait for a pass in a dict keyed by the check's target (``commands.CommandInfo.key``),
+and every list is bounded with what it dropped counted. Each message is looked at once, so the
+cost is linear in the session and the memory is bounded by the limits, not by its length.
+
+Failure → fix: a failure stays open until a later run of the same or a broader check of the same
+target passes (``pytest tests/x.py -k foo`` is resolved by ``pytest``); the fix credited is the
+last successful edit before that first pass, if one came after the failure. Tool-protocol slips,
+rejections, failed exploration and searches that found nothing are counted, never errors.
+
+Secrets: every text that becomes a fact goes through ``reverie.redact.redact`` when the result is
+built (raw texts are kept only in the bounded working state, never returned).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from reverie.analysis.commands import CommandCategory, CommandInfo, analyse_command
+from reverie.analysis.models import (
+    Change,
+    Decision,
+    EndState,
+    ErrorFix,
+    Evidence,
+    FileActivity,
+    ProjectCommand,
+    Request,
+    Rule,
+    SessionAnalysis,
+    Summarised,
+    WorkStep,
+)
+from reverie.analysis.outcomes import (
+    edit_essence,
+    edited_symbols,
+    error_summary,
+    first_line,
+    is_rejection,
+    is_slip,
+    result_failed,
+    still_running,
+    shorten,
+)
+from reverie.analysis.statements import StatementKind, is_correction, statements_in
+from reverie.redact import redact
+from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
+from reverie.transcripts.wrappers import UserTextKind, classify_user_text
+
+#: Tools that poll a running command (Codex's PTY): their results repeat the command's own.
+POLL_TOOLS = frozenset({"write_stdin", "BashOutput"})
+_SEARCH_COMMANDS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack"})
+_SHELL_NAMES = frozenset({"bash", "shell", "exec_command", "run_shell_command", "local_shell"})
+_RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
+                         StatementKind.CORRECTION})
+_REQUEST_CHARS = 4_000
+_REPLY_CHARS = 3_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much of each kind the analysis keeps (the rest is counted)."""
+
+    requests_head: int = 4
+    requests_tail: int = 40
+    rules: int = 60
+    decisions: int = 40
+    corrections: int = 20
+    commands: int = 200
+    errors: int = 80
+    open_per_key: int = 16
+    open_total: int = 400
+    files: int = 3_000
+    worklog: int = 80
+    pending_calls: int = 5_000
+    command_cache: int = 2_048
+
+
+@dataclass(slots=True)
+class _Call:
+    """The compact facts of one tool call, computed once."""
+
+    seq: int
+    name: str
+    kind: ToolKind
+    paths: tuple[str, ...]
+    command: str | None
+    info: CommandInfo | None
+    essence: str | None
+    symbols: list[str]
+    evidence: Evidence
+    sidechain: bool
+
+
+@dataclass(slots=True)
+class _Change:
+    path: str
+    essence: str | None
+    evidence: Evidence
+
+
+@dataclass(slots=True)
+class _Failure:
+    check: str
+    info: CommandInfo | None
+    category: CommandCategory
+    error_raw: str
+    evidence: Evidence
+    changes_at: int
+    count: int = 1
+
+
+@dataclass(slots=True)
+class _Resolved:
+    failure: _Failure
+    status: str
+    fix: _Change | None
+    other_changes: int
+    proved_by: str | None
+    proved_at: Evidence | None
+
+
+@dataclass(slots=True)
+class _Command:
+    category: CommandCategory
+    key: str
+    working: str | None
+    last: str
+    runs: int
+    failures: int
+    last_ok: bool
+    evidence: Evidence
+
+
+@dataclass(slots=True)
+class _File:
+    reads: int = 0
+    edits: int = 0
+    created: bool = False
+    symbols: list[str] = field(default_factory=list)
+    first_seen: int = 0
+
+
+@dataclass(slots=True)
+class _Step:
+    request: str | None
+    reads: int = 0
+    searches: int = 0
+    commands: int = 0
+    edited: list[str] = field(default_factory=list)
+    edited_more: int = 0
+    failed: int = 0
+
+    def empty(self) -> bool:
+        return not (self.reads or self.searches or self.commands or self.edited or self.failed)
+
+
+@dataclass(slots=True)
+class _Statement:
+    kind: StatementKind
+    text: str
+    subject: str
+    replaces: str | None
+    chosen: str | None
+    evidence: Evidence
+    superseded_by: str | None = None
+
+
+def command_of(call: ToolCall) -> str | None:
+    """The shell command a call runs, if it runs one."""
+    if call.command and call.command.strip():
+        return call.command.strip()
+    if call.name.lower() in _SHELL_NAMES:
+        for key in ("command", "cmd"):
+            value = call.input.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            if isinstance(value, list) and value:
+                return " ".join(str(v) for v in value)
+    return None
+
+
+class SessionAnalyser:
+    """Feed messages oldest first (``feed``), then read the ``result``."""
+
+    def __init__(self, session: Session | None = None, workspace: Path | None = None,
+                 limits: Limits | None = None) -> None:
+        self.session = session
+        self.workspace = workspace
+        self.limits = limits or Limits()
+        self._seq = 0
+        self._redactions = 0
+        self._counts: dict[str, int] = {}
+        self._pending: dict[str, _Call] = {}
+        self._command_cache: dict[str, CommandInfo] = {}
+        self._files: dict[str, _File] = {}
+        self._commands: dict[str, _Command] = {}
+        self._open: dict[str, dict[str, _Failure]] = {}
+        self._open_count = 0
+        self._resolved: deque[_Resolved] = deque()
+        self._changes = 0
+        self._last_change: _Change | None = None
+        self._requests_head: list[Request] = []
+        self._requests_tail: deque[Request] = deque(maxlen=self.limits.requests_tail)
+        self._request_keys: set[bytes] = set()
+        self._statements: list[_Statement] = []
+        self._by_subject: dict[str, int] = {}
+        self._corrections: deque[Request] = deque(maxlen=self.limits.corrections)
+        self._title: str | None = None
+        self._steps: deque[_Step] = deque(maxlen=self.limits.worklog)
+        self._step = _Step(None)
+        self._last_request: tuple[str, Evidence] | None = None
+        self._last_reply: str | None = None
+        self._final: str | None = None
+        self._replying_to = "none"
+        self._turn_api: str | None = None
+        self._turn_calls: list[_Call] = []
+        self._turn_open = False
+        self._last_check: tuple[str, bool] | None = None
+        self._started: datetime | None = None
+        self._updated: datetime | None = None
+
+    # -- feeding ----------------------------------------------------------------------------
+
+    def feed(self, message: Message) -> None:
+        """Take one message into account (it is not kept)."""
+        self._count("messages")
+        if message.timestamp is not None:
+            if self._started is None or message.timestamp < self._started:
+                self._started = message.timestamp
+            if self._updated is None or message.timestamp > self._updated:
+                self._updated = message.timestamp
+        if message.is_sidechain:
+            self._count("sidechain_messages")
+        if message.role == "user" and not message.tool_results and not message.is_sidechain \
+                and not message.is_meta and message.text:
+            self._user_text(message)
+        elif message.role == "assistant":
+            self._assistant(message)
+        for result in message.tool_results:
+            if still_running(result):
+                continue  # the final result follows (Codex logs the command's end later)
+            call = self._pending.pop(result.call_id, None)
+            if call is None:
+                continue  # an agent may log several results for one call: the first counts
+            failed = result_failed(result)
+            self._outcome(call, failed, result.output if failed else "", has_result=True)
+
+    def feed_all(self, messages: Iterable[Message]) -> SessionAnalyser:
+        for message in messages:
+            self.feed(message)
+        return self
+
+    def _count(self, name: str, n: int = 1) -> None:
+        self._counts[name] = self._counts.get(name, 0) + n
+
+    def _user_text(self, message: Message) -> None:
+        found = classify_user_text(message.text, message.display_text)
+        if found.kind is UserTextKind.NOTIFICATION:
+            self._count("notifications")
+            self._replying_to = "notification"
+            return
+        if not found.is_request or found.request is None:
+            return
+        self._flush_pending()
+        text = self._clean(found.request[:_REQUEST_CHARS])
+        evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
+        self._count("requests")
+        if self._title is None:
+            words = first_line(text, 400).split()
+            self._title = shorten(" ".join(words[:12]), 100) or None
+        statements = statements_in(text)
+        stated = 0
+        for statement in statements:
+            stated += len(statement.text)
+            self._add_statement(_Statement(statement.kind, statement.text, statement.subject,
+                                           statement.replaces, statement.chosen, evidence))
+        correction = is_correction(text)
+        if correction and not any(s.kind is StatementKind.CORRECTION for s in statements):
+            self._corrections.append(Request(text=shorten(text, 400), evidence=evidence))
+        if not statements or stated < 0.8 * len(" ".join(text.split())):
+            self._add_request(Request(text=shorten(text, 400), evidence=evidence))
+        self._last_request = (shorten(text, 300), evidence)
+        if not self._step.empty() or self._step.request is not None:
+            self._steps.append(self._step)
+        self._step = _Step(shorten(text, 90))
+        self._replying_to = "request"
+        self._final = None
+
+    def _add_request(self, request: Request) -> None:
+        key = hashlib.blake2b(" ".join(request.text.lower().split())[:200].encode(),
+                              digest_size=8).digest()
+        if key in self._request_keys:
+            return
+        self._request_keys.add(key)
+        if len(self._requests_head) < self.limits.requests_head:
+            self._requests_head.append(request)
+            return
+        if len(self._requests_tail) == self._requests_tail.maxlen:
+            self._count("requests_dropped")
+        self._requests_tail.append(request)
+
+    def _add_statement(self, new: _Statement) -> None:
+        earlier = self._by_subject.get(new.subject)
+        if earlier is not None:
+            old = self._statements[earlier]
+            if old.superseded_by is None and _supersedes(new, old):
+                old.superseded_by = new.text
+        if len(self._statements) >= self.limits.rules + self.limits.decisions:
+            self._count("rules_dropped")
+            return
+        self._by_subject[new.subject] = len(self._statements)
+        self._statements.append(new)
+
+    def _assistant(self, message: Message) -> None:
+        main = not message.is_sidechain
+        if main:
+            api = message.api_message_id
+            if api is None or api != self._turn_api:
+                self._turn_calls = []
+                self._turn_open = False
+            self._turn_api = api
+        if main and message.text.strip():
+            text = message.text.strip()[:_REPLY_CHARS]
+            self._last_reply = text
+            if self._replying_to != "notification" and len(text) >= 200:
+                self._final = text
+        evidence: Evidence | None = None
+        for call in message.tool_calls:
+            self._count("tool_calls")
+            if evidence is None:
+                evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
+            facts = self._call_facts(call, evidence, message.is_sidechain)
+            if len(self._pending) >= self.limits.pending_calls:
+                oldest = next(iter(self._pending))
+                self._outcome(self._pending.pop(oldest), False, "", has_result=False)
+            self._pending[call.id] = facts
+            if main:
+                self._turn_calls.append(facts)
+                self._turn_open = True
+
+    def _call_facts(self, call: ToolCall, evidence: Evidence, sidechain: bool) -> _Call:
+        self._seq += 1
+        command = command_of(call)
+        info: CommandInfo | None = None
+        if command is not None:
+            info = self._command_cache.get(command)
+            if info is None:
+                info = analyse_command(command[:2_000])
+                if len(self._command_cache) >= self.limits.command_cache:
+                    self._command_cache.clear()
+                self._command_cache[command] = info
+        symbols: list[str] = []
+        essence: str | None = None
+        if call.kind in (ToolKind.EDIT, ToolKind.WRITE):
+            symbols = edited_symbols(call)
+            essence = edit_essence(call, symbols)
+        return _Call(self._seq, call.name, call.kind, tuple(call.file_paths[:5]),
+                     command[:2_000] if command else None, info, essence, symbols, evidence,
+                     sidechain)
+
+    def _flush_pending(self) -> None:
+        """Calls that never got a result by the next request (Aider logs none): an edit is
+        taken as made, a command as neither passed nor failed."""
+        for call in self._pending.values():
+            self._outcome(call, False, "", has_result=False)
+        self._pending.clear()
+
+    # -- outcomes ---------------------------------------------------------------------------
+
+    def _outcome(self, call: _Call, failed: bool, output: str, *, has_result: bool) -> None:
+        if call.name in POLL_TOOLS:
+            return
+        step = self._step
+        if failed:
+            if is_rejection(output):
+                self._count("rejected")
+                return
+            if is_slip(output):
+                self._count("slips")
+                return
+        if call.info is not None and call.command is not None:
+            self._command_outcome(call, call.info, failed, output, has_result)
+            return
+        if call.kind in (ToolKind.READ, ToolKind.EDIT, ToolKind.WRITE):
+            if failed:
+                step.failed += 1
+                target = call.paths[0] if call.paths else ""
+                self._fail(f"{call.name} {target}".strip(), f"file:{target}", None,
+                           CommandCategory.OTHER, output, call.evidence)
+                return
+            for path in call.paths:
+                self._file(path, call)
+            if call.kind is ToolKind.READ:
+                step.reads += 1
+                return
+            for path in call.paths[:1]:
+                change = _Change(path, call.essence, call.evidence)
+                self._changes += 1
+                self._last_change = change
+                self._passed(f"file:{path}", None, f"{call.name} {path}", call.evidence)
+                name = path.rsplit("/", 1)[-1]
+                if name in step.edited:
+                    continue
+                if len(step.edited) < 6:
+                    step.edited.append(name)
+                else:
+                    step.edited_more += 1
+            return
+        if call.kind in (ToolKind.SEARCH, ToolKind.WEB):
+            step.searches += 1
+            return
+        if failed:
+            step.failed += 1
+            self._fail(call.name, f"tool:{call.name}", None, CommandCategory.OTHER, output,
+                       call.evidence)
+        elif has_result:
+            self._passed(f"tool:{call.name}", None, call.name, call.evidence)
+
+    def _command_outcome(self, call: _Call, info: CommandInfo, failed: bool, output: str,
+                         has_result: bool) -> None:
+        step = self._step
+        step.commands += 1
+        command = call.command or ""
+        if info.category is CommandCategory.EXPLORE:
+            self._count("exploration_commands")
+            if failed:
+                self._count("exploration_failures")
+            return
+        if failed and info.key.split(" ", 1)[0] in _SEARCH_COMMANDS and not output.strip():
+            return  # a search that found nothing
+        if info.is_project:
+            self._record_command(info, command, failed, has_result, call.evidence)
+            if has_result:
+                self._last_check = (command, not failed)
+        else:
+            self._count("other_commands")
+        if failed:
+            step.failed += 1
+            self._fail(command, info.key, info, info.category, output, call.evidence)
+        elif has_result:
+            self._passed(info.key, info, command, call.evidence)
+
+    def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
+                        evidence: Evidence) -> None:
+        entry = self._commands.get(info.key)
+        ok = has_result and not failed
+        if entry is None:
+            if len(self._commands) >= self.limits.commands:
+                self._count("commands_dropped")
+                return
+            entry = _Command(info.category, info.key, None, command, 0, 0, False, evidence)
+            self._commands[info.key] = entry
+        entry.runs += 1
+        entry.last = command
+        if failed:
+            entry.failures += 1
+        entry.last_ok = ok
+        if ok:
+            entry.working = command
+            entry.evidence = evidence
+
+    def _fail(self, check: str, key: str, info: CommandInfo | None, category: CommandCategory,
+              output: str, evidence: Evidence) -> None:
+        self._count("failures")
+        bucket = self._open.setdefault(key, {})
+        signature = " ".join(check.split())
+        existing = bucket.get(signature)
+        if existing is not None:
+            existing.count += 1
+            return
+        if len(bucket) >= self.limits.open_per_key or self._open_count >= self.limits.open_total:
+            self._count("errors_dropped")
+            return
+        bucket[signature] = _Failure(check, info, category, error_summary(output, 240),
+                                     evidence, self._changes)
+        self._open_count += 1
+
+    def _passed(self, key: str, info: CommandInfo | None, command: str,
+                evidence: Evidence) -> None:
+        bucket = self._open.get(key)
+        if not bucket:
+            return
+        for signature, failure in list(bucket.items()):
+            if info is not None and failure.info is not None and not info.covers(failure.info):
+                continue
+            del bucket[signature]
+            self._open_count -= 1
+            changed = self._changes - failure.changes_at
+            fix = self._last_change if changed > 0 else None
+            self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
+                                 max(changed - 1, 0), command, evidence))
+        if not bucket:
+            del self._open[key]
+
+    def _keep(self, resolved: _Resolved) -> None:
+        if len(self._resolved) >= self.limits.errors:
+            self._resolved.popleft()
+            self._count("errors_dropped")
+        self._resolved.append(resolved)
+
+    def _file(self, path: str, call: _Call) -> None:
+        stats = self._files.get(path)
+        if stats is None:
+            if len(self._files) >= self.limits.files:
+                self._count("files_dropped")
+                return
+            stats = _File(first_seen=len(self._files))
+            self._files[path] = stats
+        if call.kind is ToolKind.READ:
+            stats.reads += 1
+            return
+        stats.edits += 1
+        if call.kind is ToolKind.WRITE and stats.edits == 1 and stats.reads == 0:
+            stats.created = True
+        for name in call.symbols:
+            if name not in stats.symbols and len(stats.symbols) < 8:
+                stats.symbols.append(name)
+
+    # -- result -----------------------------------------------------------------------------
+
+    def _clean(self, text: str) -> str:
+        cleaned, found = redact(text)
+        self._redactions += found
+        return cleaned
+
+    def _show(self, path: str, roots: list[str]) -> str:
+        for root in roots:
+            if path == root:
+                return "."
+            if path.startswith(root + "/"):
+                return path[len(root) + 1:]
+        return path
+
+    def result(self, session: Session | None = None) -> SessionAnalysis:
+        """The analysis of everything fed so far (``session``: the complete session record,
+        when it was not known at the start)."""
+        session = session or self.session
+        roots = [r.rstrip("/") for r in (
+            session.cwd if session else None,
+            str(self.workspace) if self.workspace else None,
+        ) if r]
+
+        def show(path: str) -> str:
+            return self._clean(self._show(path, roots))
+
+        def change(item: _Change | None) -> Change | None:
+            if item is None:
+                return None
+            essence = self._clean(item.essence) if item.essence else None
+            return Change(path=show(item.path), essence=essence, evidence=item.evidence)
+
+        errors: list[ErrorFix] = []
+        for resolved in self._resolved:
+            failure = resolved.failure
+            errors.append(ErrorFix(
+                check=self._clean(shorten(failure.check, 200)),
+                category=failure.category,
+                error=self._clean(failure.error_raw),
+                failed_at=failure.evidence,
+                failures=failure.count,
+                status="fixed" if resolved.status == "fixed" else "passed",
+                fix=change(resolved.fix),
+                other_changes=resolved.other_changes,
+                proved_by=self._clean(shorten(resolved.proved_by or "", 200)) or None,
+                proved_at=resolved.proved_at,
+            ))
+        still = sorted((f for bucket in self._open.values() for f in bucket.values()),
+                       key=lambda f: f.changes_at)
+        for failure in still[-self.limits.errors:]:
+            errors.append(ErrorFix(
+                check=self._clean(shorten(failure.check, 200)),
+                category=failure.category,
+                error=self._clean(failure.error_raw),
+                failed_at=failure.evidence,
+                failures=failure.count,
+                status="still_failing",
+            ))
+        rules: list[Rule] = []
+        decisions: list[Decision] = []
+        for statement in self._statements:
+            if statement.kind in _RULE_KINDS:
+                if len(rules) < self.limits.rules:
+                    rules.append(Rule(
+                        kind=statement.kind, text=statement.text, subject=statement.subject,
+                        replaces=statement.replaces, chosen=statement.chosen,
+                        evidence=statement.evidence, superseded_by=statement.superseded_by))
+            elif len(decisions) < self.limits.decisions:
+                decisions.append(Decision(
+                    kind="rename" if statement.kind is StatementKind.RENAME else "decision",
+                    text=statement.text, subject=statement.subject,
+                    replaces=statement.replaces, chosen=statement.chosen,
+                    evidence=statement.evidence, superseded_by=statement.superseded_by))
+        files = [
+            FileActivity(path=show(path), reads=s.reads, edits=s.edits, created=s.created,
+                         symbols=[self._clean(n) for n in s.symbols], first_seen=s.first_seen)
+            for path, s in self._files.items()
+        ]
+        commands = [
+            ProjectCommand(
+                category=c.category, key=c.key,
+                working=self._clean(shorten(c.working, 300)) if c.working else None,
+                last=self._clean(shorten(c.last, 300)), runs=c.runs, failures=c.failures,
+                last_ok=c.last_ok, evidence=c.evidence)
+            for c in self._commands.values()
+        ]
+        steps = [*self._steps]
+        if not self._step.empty() or self._step.request is not None:
+            steps.append(self._step)
+        worklog = [WorkStep(request=s.request, reads=s.reads, searches=s.searches,
+                            commands=s.commands, edited=[self._clean(e) for e in s.edited],
+                            edited_more=s.edited_more, failed=s.failed) for s in steps]
+        in_progress = (
+            [self._describe(c, show) for c in self._turn_calls[-3:]] if self._turn_open else []
+        )
+        final = None if self._turn_open or self._final is None else self._clean(self._final)
+        end = EndState(
+            last_request=self._last_request[0] if self._last_request else None,
+            last_request_at=self._last_request[1] if self._last_request else None,
+            last_reply=self._clean(shorten(self._last_reply, 500)) if self._last_reply else None,
+            final_answer=final,
+            in_progress=in_progress,
+            last_check=self._clean(shorten(self._last_check[0], 200)) if self._last_check
+            else None,
+            last_check_ok=self._last_check[1] if self._last_check else None,
+        )
+        counts = dict(self._counts)
+        counts["worklog_dropped"] = max(0, len(steps) - len(worklog))
+        counts["redactions"] = self._redactions
+        summary = Summarised(**{k: v for k, v in counts.items() if k in Summarised.model_fields})
+        title = self._title
+        if title is None and session is not None and session.title:
+            title = self._clean(shorten(session.title, 100))
+        return SessionAnalysis(
+            session_id=session.id if session else "",
+            agent=session.agent if session else "generic",
+            cwd=session.cwd if session else None,
+            started_at=self._started or (session.started_at if session else None),
+            updated_at=self._updated or (session.updated_at if session else None),
+            title=title,
+            requests=[*self._requests_head, *self._requests_tail],
+            rules=rules,
+            decisions=decisions,
+            corrections=list(self._corrections),
+            commands=commands,
+            errors=errors,
+            files=files,
+            worklog=worklog,
+            end=end,
+            counts=summary,
+        )
+
+    def _describe(self, call: _Call, show: Callable[[str], str]) -> str:
+        if call.command:
+            return f"`{self._clean(shorten(call.command, 160))}`"
+        if call.paths:
+            return f"{call.name} `{show(call.paths[0])}`"
+        return call.name
+
+
+def _supersedes(new: _Statement, old: _Statement) -> bool:
+    """A later statement on the same subject replaces an earlier one when it is a decision, a
+    correction, or names what the earlier one chose."""
+    if new.kind in (StatementKind.DECISION, StatementKind.CORRECTION, StatementKind.RENAME):
+        return True
+    if new.replaces and new.replaces.lower() in old.text.lower():
+        return True
+    return bool(old.chosen and new.replaces and old.chosen.lower() == new.replaces.lower())
+
+
+def analyse_session(messages: Iterable[Message], session: Session | None = None,
+                    workspace: Path | None = None, limits: Limits | None = None
+                    ) -> SessionAnalysis:
+    """The analysis of ``messages`` (any iterable, consumed once, oldest first)."""
+    analyser = SessionAnalyser(session, workspace, limits)
+    analyser.feed_all(messages)
+    return analyser.result()

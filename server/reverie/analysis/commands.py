@@ -1,0 +1,354 @@
+"""Shell commands: what kind of project command a line is, and which check it runs on what.
+
+Memory keeps the commands that build, test, run, lint… a project, in the form that worked, and
+never the exploration around them (``ls``, ``cat``, ``sed -n``, ``grep``, one-off ``rm``, reading
+``/tmp``). Failure → fix linking needs a *target key* (the tool and subcommand, ``pytest`` or
+``npm run build``) and a *scope* (the paths and selectors it was narrowed to), so that a pass of
+the same or a broader check of the same target can be found with one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class CommandCategory(StrEnum):
+    BUILD = "build"
+    TEST = "test"
+    RUN = "run"
+    LINT = "lint"
+    FORMAT = "format"
+    TYPECHECK = "typecheck"
+    INSTALL = "install"
+    DEPLOY = "deploy"
+    MIGRATE = "migrate"
+    #: version control (``git push``, ``git commit``): failures matter, not a fact to keep
+    VCS = "vcs"
+    #: looking around: never a fact
+    EXPLORE = "explore"
+    #: anything else (a project's own tool, a script)
+    OTHER = "other"
+
+
+#: categories worth remembering as "how to work on this project"
+PROJECT_CATEGORIES = frozenset({
+    CommandCategory.BUILD, CommandCategory.TEST, CommandCategory.RUN, CommandCategory.LINT,
+    CommandCategory.FORMAT, CommandCategory.TYPECHECK, CommandCategory.INSTALL,
+    CommandCategory.DEPLOY, CommandCategory.MIGRATE,
+})
+#: categories whose scope (paths, selectors) narrows what they check
+_SCOPED = frozenset({CommandCategory.TEST, CommandCategory.LINT, CommandCategory.TYPECHECK,
+                     CommandCategory.FORMAT, CommandCategory.BUILD})
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """What one shell command line is (computed once per call)."""
+
+    #: the main command of the line, without ``cd x &&``, env assignments and filters
+    main: str
+    category: CommandCategory
+    #: the tool and subcommand: what a pass must share with a failure to resolve it
+    key: str
+    #: paths and selectors the run was narrowed to (empty: the whole target)
+    scope: frozenset[str]
+
+    @property
+    def is_project(self) -> bool:
+        return self.category in PROJECT_CATEGORIES
+
+    def covers(self, other: CommandInfo) -> bool:
+        """This run checks at least what ``other`` checked (same key, same or broader scope)."""
+        if self.key != other.key:
+            return False
+        if self.category not in _SCOPED:
+            return True
+        return all(
+            item in other.scope
+            or any(o.startswith(item.rstrip("/") + "/") or o.startswith(item + "::")
+                   for o in other.scope)
+            for item in self.scope
+        )
+
+
+_EXPLORE = frozenset({
+    "ls", "ll", "la", "cat", "bat", "less", "more", "head", "tail", "find", "fd", "grep", "egrep",
+    "fgrep", "rg", "ag", "ack", "pwd", "wc", "tree", "echo", "printf", "which", "whereis", "type",
+    "file", "stat", "du", "df", "env", "printenv", "whoami", "date", "uname", "hostname", "id",
+    "rm", "rmdir", "mkdir", "cp", "mv", "touch", "chmod", "chown", "ln", "cd", "sleep", "kill",
+    "pkill", "ps", "top", "jq", "yq", "diff", "cmp", "sort", "uniq", "cut", "tr", "xargs", "open",
+    "xdg-open", "clear", "history", "true", "false", "test", "[", "realpath", "dirname",
+    "basename", "readlink", "md5sum", "sha256sum", "base64", "od", "xxd", "hexdump", "lsof",
+    "netstat", "ss", "free", "uptime", "nproc", "source", ".", "export", "set", "unset", "tee",
+    "awk", "sed", "nl", "column", "strings", "man", "help",
+})
+_GIT_EXPLORE = frozenset({"status", "log", "diff", "show", "branch", "remote", "rev-parse",
+                          "ls-files", "blame", "stash", "fetch", "config", "describe", "reflog",
+                          "shortlog", "grep", "tag", "worktree"})
+_WRAPPERS = frozenset({"sudo", "time", "nice", "nohup", "env", "command", "exec", "timeout",
+                       "xvfb-run", "caffeinate", "stdbuf"})
+_RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
+            ("hatch", "run"), ("rye", "run"), ("bundle", "exec"), ("pnpm", "exec"),
+            ("yarn", "exec"), ("npm", "exec"), ("conda", "run")}
+_DIRECT_RUNNERS = frozenset({"npx", "bunx", "pnpx", "uvx"})
+_TEMP = re.compile(r"(?:^|[\s='\"])(?:/tmp/|/var/folders/|/private/tmp/|\$TMPDIR|%TEMP%)")
+_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+_TOOLS: dict[str, CommandCategory] = {
+    "pytest": CommandCategory.TEST, "py.test": CommandCategory.TEST,
+    "jest": CommandCategory.TEST, "vitest": CommandCategory.TEST, "mocha": CommandCategory.TEST,
+    "tox": CommandCategory.TEST, "nox": CommandCategory.TEST, "rspec": CommandCategory.TEST,
+    "phpunit": CommandCategory.TEST, "ctest": CommandCategory.TEST, "ava": CommandCategory.TEST,
+    "playwright": CommandCategory.TEST, "cypress": CommandCategory.TEST,
+    "ruff": CommandCategory.LINT, "eslint": CommandCategory.LINT, "flake8": CommandCategory.LINT,
+    "pylint": CommandCategory.LINT, "golangci-lint": CommandCategory.LINT,
+    "shellcheck": CommandCategory.LINT, "rubocop": CommandCategory.LINT,
+    "stylelint": CommandCategory.LINT, "hadolint": CommandCategory.LINT,
+    "markdownlint": CommandCategory.LINT, "biome": CommandCategory.LINT,
+    "black": CommandCategory.FORMAT, "prettier": CommandCategory.FORMAT,
+    "isort": CommandCategory.FORMAT, "gofmt": CommandCategory.FORMAT,
+    "rustfmt": CommandCategory.FORMAT, "clang-format": CommandCategory.FORMAT,
+    "mypy": CommandCategory.TYPECHECK, "pyright": CommandCategory.TYPECHECK,
+    "vue-tsc": CommandCategory.TYPECHECK, "basedpyright": CommandCategory.TYPECHECK,
+    "tsc": CommandCategory.BUILD, "webpack": CommandCategory.BUILD,
+    "esbuild": CommandCategory.BUILD, "rollup": CommandCategory.BUILD,
+    "cmake": CommandCategory.BUILD, "ninja": CommandCategory.BUILD, "gcc": CommandCategory.BUILD,
+    "uvicorn": CommandCategory.RUN, "gunicorn": CommandCategory.RUN,
+    "flask": CommandCategory.RUN, "streamlit": CommandCategory.RUN,
+    "alembic": CommandCategory.MIGRATE, "flyway": CommandCategory.MIGRATE,
+    "goose": CommandCategory.MIGRATE, "dbmate": CommandCategory.MIGRATE,
+    "vercel": CommandCategory.DEPLOY, "netlify": CommandCategory.DEPLOY,
+    "fly": CommandCategory.DEPLOY, "flyctl": CommandCategory.DEPLOY,
+    "wrangler": CommandCategory.DEPLOY, "terraform": CommandCategory.DEPLOY,
+    "kubectl": CommandCategory.DEPLOY, "helm": CommandCategory.DEPLOY,
+    "serverless": CommandCategory.DEPLOY, "twine": CommandCategory.DEPLOY,
+    "git": CommandCategory.VCS, "gh": CommandCategory.VCS,
+}
+#: package managers and build tools whose subcommand decides the category
+_SUBCOMMANDS: dict[str, CommandCategory] = {
+    "test": CommandCategory.TEST, "tests": CommandCategory.TEST, "check": CommandCategory.TEST,
+    "build": CommandCategory.BUILD, "compile": CommandCategory.BUILD,
+    "package": CommandCategory.BUILD, "assemble": CommandCategory.BUILD,
+    "dist": CommandCategory.BUILD, "bundle": CommandCategory.BUILD,
+    "run": CommandCategory.RUN, "start": CommandCategory.RUN, "dev": CommandCategory.RUN,
+    "serve": CommandCategory.RUN, "server": CommandCategory.RUN, "preview": CommandCategory.RUN,
+    "up": CommandCategory.RUN, "watch": CommandCategory.RUN,
+    "lint": CommandCategory.LINT, "clippy": CommandCategory.LINT, "vet": CommandCategory.LINT,
+    "credo": CommandCategory.LINT,
+    "fmt": CommandCategory.FORMAT, "format": CommandCategory.FORMAT,
+    "typecheck": CommandCategory.TYPECHECK, "type-check": CommandCategory.TYPECHECK,
+    "types": CommandCategory.TYPECHECK, "tsc": CommandCategory.TYPECHECK,
+    "dialyzer": CommandCategory.TYPECHECK,
+    "install": CommandCategory.INSTALL, "i": CommandCategory.INSTALL,
+    "ci": CommandCategory.INSTALL, "add": CommandCategory.INSTALL,
+    "sync": CommandCategory.INSTALL, "get": CommandCategory.INSTALL,
+    "deps.get": CommandCategory.INSTALL, "tidy": CommandCategory.INSTALL,
+    "download": CommandCategory.INSTALL, "restore": CommandCategory.INSTALL,
+    "deploy": CommandCategory.DEPLOY, "publish": CommandCategory.DEPLOY,
+    "release": CommandCategory.DEPLOY,
+    "migrate": CommandCategory.MIGRATE, "makemigrations": CommandCategory.MIGRATE,
+    "db:migrate": CommandCategory.MIGRATE, "ecto.migrate": CommandCategory.MIGRATE,
+    "migration": CommandCategory.MIGRATE, "migrations": CommandCategory.MIGRATE,
+    "phx.server": CommandCategory.RUN, "runserver": CommandCategory.RUN,
+}
+_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "cargo", "go", "mix", "make", "just",
+                       "task", "gradle", "./gradlew", "gradlew", "mvn", "./mvnw", "dotnet",
+                       "deno", "poetry", "uv", "pip", "pip3", "bundle", "rake", "rails",
+                       "composer", "swift", "zig", "dune", "stack", "cabal", "lein", "sbt",
+                       "docker", "docker-compose", "prisma", "django-admin", "hatch", "pdm",
+                       "nx", "turbo", "lerna", "sequelize", "knex", "diesel", "supabase",
+                       "firebase", "heroku", "gcloud", "aws", "npx"})
+_SCRIPT_RUNNERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh",
+                             "deno", "bun", "tsx", "ts-node"})
+_SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter",
+                             "--testNamePattern", "--test", "-p", "--package", "--lib", "--bin",
+                             "--deselect", "--select", "--testPathPattern"})
+_NARROWING_WORDS = frozenset({"--lf", "--last-failed", "--only-failures", "--failed"})
+
+
+def _tokens(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, posix=True)
+    except ValueError:
+        return segment.split()
+
+
+def _strip_prefixes(words: list[str]) -> list[str]:
+    """Drop env assignments, wrappers (``sudo``, ``timeout 60``) and runners (``uv run``)."""
+    out = list(words)
+    changed = True
+    while out and changed:
+        changed = False
+        while out and _ENV_ASSIGN.match(out[0]):
+            out.pop(0)
+            changed = True
+        if out and out[0] in _WRAPPERS:
+            out.pop(0)
+            while out and (out[0].startswith("-") or out[0][:1].isdigit()):
+                out.pop(0)  # ``timeout 60``, ``nice -n 19``
+            changed = True
+        if len(out) >= 2 and (out[0], out[1]) in _RUNNERS:
+            out = out[2:]
+            changed = True
+        if out and out[0] in _DIRECT_RUNNERS and len(out) >= 2:
+            out = out[1:]
+            while out and out[0].startswith("-"):
+                out.pop(0)
+            changed = True
+    return out
+
+
+def _python_module(words: list[str]) -> list[str]:
+    """``python -m pytest x`` → ``pytest x``."""
+    if len(words) >= 3 and words[0].rsplit("/", 1)[-1].startswith("python") and words[1] == "-m":
+        return words[2:]
+    return words
+
+
+def _category_of(words: list[str]) -> tuple[CommandCategory, str, int]:
+    """Category, key and the index where the command's own arguments start."""
+    tool = words[0].rsplit("/", 1)[-1] if not words[0].startswith("./") else words[0]
+    rest = words[1:]
+    if tool == "git" and rest:
+        sub = rest[0]
+        if sub in _GIT_EXPLORE:
+            return CommandCategory.EXPLORE, f"git {sub}", 2
+        if sub == "mv":
+            return CommandCategory.OTHER, "git mv", 2
+        return CommandCategory.VCS, f"git {sub}", 2
+    if tool in _EXPLORE:
+        return CommandCategory.EXPLORE, tool, 1
+    if tool in ("tsc",) and ("--noEmit" in rest or "--noemit" in rest):
+        return CommandCategory.TYPECHECK, "tsc --noEmit", 1
+    if tool == "ruff":
+        sub = rest[0] if rest and not rest[0].startswith("-") else "check"
+        category = CommandCategory.FORMAT if sub == "format" else CommandCategory.LINT
+        return category, f"ruff {sub}", 2 if rest and rest[0] == sub else 1
+    if tool == "biome" and rest:
+        category = CommandCategory.FORMAT if rest[0] == "format" else CommandCategory.LINT
+        return category, f"biome {rest[0]}", 2
+    if tool in _TOOLS:
+        category = _TOOLS[tool]
+        if tool == "alembic" or tool == "terraform" or tool == "kubectl" or tool == "helm":
+            sub = rest[0] if rest else ""
+            return category, f"{tool} {sub}".strip(), 2
+        return category, tool, 1
+    if tool in _MANAGERS:
+        subs = [w for w in rest if not w.startswith("-")]
+        if not subs:
+            if tool == "make":
+                return CommandCategory.BUILD, "make", 1
+            if tool in ("yarn", "bun", "pnpm", "npm", "bundle", "composer"):
+                return CommandCategory.INSTALL, f"{tool} install", 1
+            return CommandCategory.OTHER, tool, 1
+        sub = subs[0]
+        index = rest.index(sub) + 2
+        scripted = tool in ("npm", "pnpm", "yarn", "bun") and sub in ("run", "run-script")
+        if scripted and len(subs) > 1:
+            script = subs[1]
+            return _script_category(script), f"{tool} run {script}", index + 1
+        if tool == "docker" and sub == "compose" and len(subs) > 1:
+            category = _SUBCOMMANDS.get(subs[1], CommandCategory.OTHER)
+            return category, f"docker compose {subs[1]}", index + 1
+        if tool in ("make", "just", "task"):
+            return _script_category(sub), f"{tool} {sub}", index
+        if tool == "prisma" and sub in ("migrate", "db"):
+            return CommandCategory.MIGRATE, f"prisma {sub}", index
+        if tool == "go" and sub == "run":
+            return CommandCategory.RUN, "go run", index
+        if tool in ("pip", "pip3") and sub != "install":
+            return CommandCategory.EXPLORE, f"{tool} {sub}", index
+        category = _SUBCOMMANDS.get(sub, CommandCategory.RUN if tool in ("yarn", "pnpm", "bun")
+                                    else CommandCategory.OTHER)
+        return category, f"{tool} {sub}", index
+    if tool.rsplit("/", 1)[-1] in _SCRIPT_RUNNERS:
+        script = next((w for w in rest if not w.startswith("-")), "")
+        if not script or rest[:1] in (["-c"], ["-e"]):
+            return CommandCategory.EXPLORE, tool, 1
+        name = script.rsplit("/", 1)[-1]
+        if name == "manage.py":
+            sub = next((w for w in rest[rest.index(script) + 1:] if not w.startswith("-")), "")
+            return (_SUBCOMMANDS.get(sub, CommandCategory.OTHER),
+                    f"manage.py {sub}".strip(), rest.index(script) + 3)
+        return _script_category(name.rsplit(".", 1)[0]), f"{tool} {script}", rest.index(script) + 2
+    if tool.startswith("./") or tool.endswith(".sh"):
+        return _script_category(tool.rsplit("/", 1)[-1].rsplit(".", 1)[0]), tool, 1
+    return CommandCategory.OTHER, tool, 1
+
+
+def _script_category(name: str) -> CommandCategory:
+    lowered = name.lower()
+    for prefix, category in (
+        ("test", CommandCategory.TEST), ("spec", CommandCategory.TEST),
+        ("e2e", CommandCategory.TEST), ("check", CommandCategory.TEST),
+        ("typecheck", CommandCategory.TYPECHECK), ("type-check", CommandCategory.TYPECHECK),
+        ("types", CommandCategory.TYPECHECK), ("tsc", CommandCategory.TYPECHECK),
+        ("lint", CommandCategory.LINT), ("fmt", CommandCategory.FORMAT),
+        ("format", CommandCategory.FORMAT), ("prettier", CommandCategory.FORMAT),
+        ("build", CommandCategory.BUILD), ("compile", CommandCategory.BUILD),
+        ("bundle", CommandCategory.BUILD), ("dist", CommandCategory.BUILD),
+        ("deploy", CommandCategory.DEPLOY), ("publish", CommandCategory.DEPLOY),
+        ("release", CommandCategory.DEPLOY), ("migrat", CommandCategory.MIGRATE),
+        ("db:", CommandCategory.MIGRATE), ("install", CommandCategory.INSTALL),
+        ("setup", CommandCategory.INSTALL), ("bootstrap", CommandCategory.INSTALL),
+        ("start", CommandCategory.RUN), ("dev", CommandCategory.RUN),
+        ("serve", CommandCategory.RUN), ("run", CommandCategory.RUN),
+    ):
+        if lowered.startswith(prefix):
+            return category
+    return CommandCategory.OTHER
+
+
+def _scope(category: CommandCategory, args: list[str]) -> frozenset[str]:
+    if category not in _SCOPED:
+        return frozenset()
+    items: set[str] = set()
+    skip = False
+    for position, word in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if word in _NARROWING_WORDS:
+            items.add(word)
+        elif word in _SELECTOR_FLAGS:
+            value = args[position + 1] if position + 1 < len(args) else ""
+            items.add(f"{word}={value}")
+            skip = True
+        elif word.startswith(("--grep=", "-k=", "--filter=", "--testNamePattern=", "-t=")):
+            items.add(word)
+        elif not word.startswith("-") and ("/" in word or "." in word or "::" in word):
+            items.add(word.rstrip("/") if word not in ("./", ".") else ".")
+    items.discard(".")
+    return frozenset(items)
+
+
+def analyse_command(command: str) -> CommandInfo:
+    """Classify one shell command line (compound lines: the first non-exploring segment)."""
+    text = command.strip()
+    reads_temp = bool(_TEMP.search(text))
+    segments = [s for s in _SPLIT.split(text) if s.strip()]
+    chosen: tuple[str, list[str]] | None = None
+    first: tuple[str, list[str]] | None = None
+    for segment in segments:
+        main_part = segment.split("|", 1)[0].strip()  # filters after a pipe are not the command
+        words = _python_module(_strip_prefixes(_tokens(main_part)))
+        if not words:
+            continue
+        if first is None:
+            first = (main_part, words)
+        category = _category_of(words)[0]
+        if category is not CommandCategory.EXPLORE:
+            chosen = (main_part, words)
+            break
+    picked = chosen or first
+    if picked is None:
+        return CommandInfo(text, CommandCategory.EXPLORE, "", frozenset())
+    main, words = picked
+    category, key, start = _category_of(words)
+    if reads_temp and category in (CommandCategory.OTHER, CommandCategory.RUN):
+        category = CommandCategory.EXPLORE
+    return CommandInfo(main, category, key, _scope(category, words[start:]))

@@ -1,0 +1,177 @@
+"""What a tool result says: failed or not, the agent's own slip or a real error, the error line,
+and the essence of an edit. Each is computed once per call, on bounded slices of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reverie.transcripts.model import ToolCall, ToolResult
+
+#: how much of an output the checks look at (error lines sit at the start or the end)
+HEAD_CHARS = 3_000
+TAIL_CHARS = 1_500
+
+_EXIT_CODE = re.compile(r"(?:Process exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
+_ERROR_LINE = re.compile(
+    r"(error|failed|failure|exception|traceback|not found|no such|denied|cannot|can't|fatal)",
+    re.IGNORECASE,
+)
+_WRAPPER_TAGS = re.compile(r"</?(?:tool_use_error|error)>")
+#: the agent misusing its own tools: never a project error
+_SLIP = re.compile(
+    r"File has not been read yet|InputValidationError|String to replace not found|"
+    r"has been (?:modified|changed) since (?:it was )?read|Found \d+ matches of the string|"
+    r"The required parameter|Invalid tool parameters|No such tool available|Unknown tool|"
+    r"are exactly the same|old_string and new_string|File does not exist|"
+    r"apply_patch verification failed|Failed to find expected lines|"
+    r"could not find the string to replace|0 occurrences found|No changes to make|"
+    r"must (?:read|view) the file|exceeds maximum allowed tokens|EISDIR|is a directory|"
+    r"Cancelled: parallel tool call|tool_use_error|invalid_request_error|missing required",
+    re.IGNORECASE,
+)
+_REJECTED = re.compile(
+    r"doesn'?t want to proceed with this tool use|user (?:rejected|denied|declined)|"
+    r"was rejected by the user|permission (?:to use \S+ )?(?:has been |was )?denied by the user",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|function|func|fn|defp?|defmodule|interface|struct|enum|trait|impl|type|"
+    r"const|let|var)\s+([A-Za-z_][\w.!?]*)",
+    re.MULTILINE,
+)
+_EDIT_TEXT_KEYS = ("new_string", "content", "new_str", "file_text", "patch", "input")
+_INPUT_CHARS = 6_000
+
+
+def _sample(text: str) -> str:
+    if len(text) <= HEAD_CHARS + TAIL_CHARS:
+        return text
+    return text[:HEAD_CHARS] + "\n" + text[-TAIL_CHARS:]
+
+
+def result_failed(result: ToolResult) -> bool:
+    """The call failed: an error flag, a non-zero exit code, or one printed in its output."""
+    if result.is_error:
+        return True
+    if result.exit_code is not None:
+        return result.exit_code != 0
+    match = _EXIT_CODE.search(result.output[:400])
+    return bool(match and match.group(1) != "0")
+
+
+def still_running(result: ToolResult) -> bool:
+    """A first, partial result of a command that goes on running (Codex's PTY sessions)."""
+    return (result.exit_code is None and not result.is_error
+            and "Process running with session ID" in result.output[:400])
+
+
+def is_slip(output: str) -> bool:
+    """The failure is the agent's tool-protocol mistake (edit before read, bad parameters…)."""
+    return bool(_SLIP.search(output[:800]))
+
+
+def is_rejection(output: str) -> bool:
+    """The person declined the call."""
+    return bool(_REJECTED.search(output[:400]))
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line, at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first non-empty line, shortened."""
+    for line in text.splitlines():
+        if line.strip():
+            return shorten(line, limit)
+    return ""
+
+
+def error_summary(output: str, limit: int = 200) -> str:
+    """The most telling line of a failure's output (looked for in its head and tail only)."""
+    lines = [ln.strip() for ln in _WRAPPER_TAGS.sub("", _sample(output)).splitlines()
+             if ln.strip()]
+    if not lines:
+        return "(no output)"
+    index = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
+    chosen = lines[index]
+    if chosen.endswith(":") and index + 1 < len(lines):
+        chosen = f"{chosen} {lines[index + 1]}"  # "failed due to the following issue:" + why
+    return shorten(chosen, limit)
+
+
+def _texts(call: ToolCall) -> tuple[list[str], list[str]]:
+    """Old and new texts of an edit call (clipped)."""
+    old: list[str] = []
+    new: list[str] = []
+
+    def take(mapping: dict[str, Any]) -> None:
+        for key in ("old_string", "old_str"):
+            value = mapping.get(key)
+            if isinstance(value, str):
+                old.append(value[:_INPUT_CHARS])
+        for key in _EDIT_TEXT_KEYS:
+            value = mapping.get(key)
+            if isinstance(value, str):
+                new.append(value[:_INPUT_CHARS])
+
+    take(call.input)
+    edits = call.input.get("edits")
+    if isinstance(edits, list):
+        for edit in edits[:20]:
+            if isinstance(edit, dict):
+                take(edit)
+    return old, new
+
+
+def _patch_lines(patch: str) -> tuple[list[str], list[str]]:
+    removed: list[str] = []
+    added: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith(("---", "+++", "***")):
+            continue
+        if line.startswith("-") and line[1:].strip():
+            removed.append(line[1:].strip())
+        elif line.startswith("+") and line[1:].strip():
+            added.append(line[1:].strip())
+    return removed, added
+
+
+def edited_symbols(call: ToolCall) -> list[str]:
+    """Names the edit defines or changes (functions, classes…)."""
+    _old, new = _texts(call)
+    names: list[str] = []
+    for text in new:
+        for match in _DEFINITION.finditer(text):
+            if match.group(1) not in names:
+                names.append(match.group(1))
+    return names[:8]
+
+
+def edit_essence(call: ToolCall, symbols: list[str]) -> str | None:
+    """What an edit changed, in a few words: its symbols, or the first replaced line → new."""
+    old, new = _texts(call)
+    patch = call.input.get("input") or call.input.get("patch")
+    if isinstance(patch, str) and not old:
+        removed, added = _patch_lines(patch[:_INPUT_CHARS])
+        old, new = ["\n".join(removed)], ["\n".join(added)]
+    if symbols:
+        return "changes " + ", ".join(f"`{s}`" for s in symbols[:3])
+    for before, after in zip(old, new, strict=False):
+        before_lines = [ln.strip() for ln in before.splitlines() if ln.strip()]
+        after_lines = [ln.strip() for ln in after.splitlines() if ln.strip()]
+        removed = [ln for ln in before_lines if ln not in after_lines]
+        added = [ln for ln in after_lines if ln not in before_lines]
+        if removed or added:
+            was = shorten(removed[0], 60) if removed else ""
+            now = shorten(added[0], 60) if added else "(removed)"
+            return f"`{was}` → `{now}`" if was else f"added `{now}`"
+    if new and not old:
+        line = first_line(new[0], 60)
+        return f"wrote `{line}`" if line else None
+    return None

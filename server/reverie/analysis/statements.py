@@ -1,0 +1,258 @@
+"""What a user's request says beyond the task: standing rules, decisions, renames, corrections.
+
+A standing rule is general and about how to work ("always run the linter", "from now on use
+pnpm", "note: this repo uses Postgres 16", "please don't add comments", "no, use pnpm not npm");
+a one-off request is about a specific change ("fix the bug in X and make the tests pass") and is
+never a rule. Every statement gets a normalised *subject* (``package manager``, ``database``…)
+so that a later statement on the same subject can supersede it, within a session or across them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StatementKind(StrEnum):
+    #: an explicit always / never / from-now-on / please-don't instruction
+    RULE = "rule"
+    #: "I prefer …", "use X not Y"
+    PREFERENCE = "preference"
+    #: "note: this repo uses …", "important: …"
+    NOTE = "note"
+    #: a correction of the agent that states how to work ("no, use pnpm not npm")
+    CORRECTION = "correction"
+    #: a choice made, possibly reversing an earlier one ("change of plan: drop X, move to Y")
+    DECISION = "decision"
+    #: "rename X to Y"
+    RENAME = "rename"
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    kind: StatementKind
+    #: the sentence, as said (already redacted by the caller)
+    text: str
+    #: normalised subject key: what a later statement must share to supersede this one
+    subject: str
+    #: what it replaces (a decision's or a correction's old choice, a rename's old name)
+    replaces: str | None = None
+    #: the new choice or name, when the statement names one
+    chosen: str | None = None
+
+    @property
+    def statement(self) -> str:
+        """The sentence without its chat framing ("note:", "from now on,", "no,", "please")."""
+        return plain_statement(self.text)
+
+
+_SUBJECTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("package-manager", ("pnpm", "npm", "yarn", "bun", "pip", "uv", "poetry", "pipenv", "conda",
+                         "lockfile", "package manager")),
+    ("test-runner", ("pytest", "jest", "vitest", "mocha", "unittest", "playwright", "cypress")),
+    ("formatter", ("prettier", "black", "gofmt", "rustfmt", "formatter", "formatting")),
+    ("linter", ("eslint", "ruff", "flake8", "pylint", "linter", "lint")),
+    ("type-checking", ("mypy", "pyright", "type hints", "typecheck", "type check", "any type")),
+    ("database", ("postgres", "postgresql", "mysql", "mariadb", "sqlite", "mongodb", "mongo",
+                  "dynamodb", "database", "db")),
+    ("migrations", ("migration", "migrations", "alembic", "flyway")),
+    ("orm", ("prisma", "sqlalchemy", "drizzle", "typeorm", "sequelize", "orm")),
+    ("cache", ("redis", "memcached", "cache")),
+    ("git-workflow", ("commit", "commits", "push", "branch", "rebase", "merge", "pull request",
+                      "main branch", "force-push", "git")),
+    ("docs-site", ("docs", "documentation", "readme", "mkdocs", "docusaurus", "sphinx")),
+    ("money-rules", ("money", "cents", "currency", "decimal", "billing", "price", "prices")),
+    ("dates-and-time-zones", ("utc", "timezone", "time zone", "timestamps", "dates")),
+    ("logging", ("logging", "logger", "console.log", "print statements")),
+    ("code-style", ("tabs", "spaces", "indentation", "semicolons", "quotes", "naming",
+                    "comments", "docstrings", "line length")),
+    ("language", ("typescript", "javascript", "python version", "node version")),
+    ("frontend-framework", ("react", "vue", "svelte", "angular", "next.js", "nextjs", "tailwind")),
+    ("backend-framework", ("django", "flask", "fastapi", "express", "phoenix", "rails")),
+    ("api-style", ("graphql", "rest api", "grpc", "trpc")),
+    ("ci", ("ci", "github actions", "pipeline")),
+    ("deployment", ("deploy", "deployment", "vercel", "netlify", "heroku", "fly.io", "docker")),
+    ("secrets-and-env", (".env", "secrets", "api key", "env vars", "environment variables")),
+    ("tests", ("tests", "test", "testing", "coverage", "mocks", "mock", "fixtures")),
+    ("dependencies", ("dependency", "dependencies", "library", "libraries", "packages")),
+)
+_SUBJECT_PATTERNS = tuple(
+    (subject, re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(t) for t in terms) + r")(?![\w-])"))
+    for subject, terms in _SUBJECTS
+)
+
+_KNOWN = frozenset(subject for subject, _terms in _SUBJECTS)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
+_IMPERATIVE_VERBS = (
+    r"use|run|write|commit|push|add|put|call|keep|do|make|include|prefix|test|ask|create|touch|"
+    r"modify|edit|change|delete|remove|mock|import|return|wrap|log|print|store|check|format|"
+    r"lint|install|update|rename|name|start|end|leave|skip|merge|rebase|rely|hardcode|hard-code|"
+    r"expose|send|pin|bump|reformat|generate|document|comment|prefer|go|be|say|reply|answer|"
+    r"respond|mention|work|read|follow|place|open|close|let|force|rewrite|refactor|depend"
+)
+_RULE = re.compile(
+    r"^(?:please\s+|and\s+|also\s+|so\s+)?(?:always|never|don'?t|do not|avoid|stop|no more)\b"
+    r"|\b(?:from now on|going forward|in the future|from here on|every time|each time|whenever)\b"
+    r"|\b(?:you|we|agents?)\s+(?:should|must|need to|have to)?\s*(?:always|never)\b"
+    rf"|\b(?:always|never)\s+(?:{_IMPERATIVE_VERBS})\b"
+    r"|\bplease\s+(?:don'?t|do not|never|always|stop|avoid)\b"
+    r"|\bmake sure (?:to|you|that you)?\s*(?:always|never)\b"
+    r"|\bremember (?:to|that)\b|\bdon'?t ever\b|\bunder no circumstances\b|\bat all times\b"
+    r"|\b(?:must|should)\s+(?:always|never)\b|\bis (?:forbidden|not allowed|mandatory)\b",
+    re.IGNORECASE,
+)
+_NOTE = re.compile(
+    r"^(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)\s*[:\-—!]"
+    r"|\b(?:this|the|our)\s+(?:repo|repository|project|codebase|team|app|monorepo)\s+"
+    r"(?:uses|use|is using|runs on|relies on|requires|needs|is on)\b"
+    r"|^we (?:use|are using|'re using|run|deploy (?:to|with|on))\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\bi (?:prefer|like|want (?:you )?to always|'d rather|would rather|always want)\b"
+    r"|\bprefer\s+\S+\s+(?:over|to)\b"
+    r"|\buse\s+[\w.@/-]+\s*(?:,\s*)?(?:not|instead of|rather than|over)\s+[\w.@/-]+",
+    re.IGNORECASE,
+)
+_CORRECTION_START = re.compile(
+    r"^\s*(?:no\b|nope\b|wrong\b|not like that\b|not that\b|that'?s (?:not|wrong)\b|"
+    r"that is (?:not|wrong)\b|actually\b|you (?:should|shouldn'?t|forgot|missed|broke)\b|"
+    r"stop\b|why did you\b|i said\b|i told you\b)",
+    re.IGNORECASE,
+)
+_CORRECTION_GENERAL = re.compile(
+    r"\b(?:use|prefer|always|never|don'?t|do not|stop)\b", re.IGNORECASE
+)
+_DECISION = re.compile(
+    r"\bchange of plans?\b|\bdecision\s*:|\bwe(?:'ve| have)? decided\b|\bi(?:'ve| have)? decided\b"
+    r"|\blet'?s (?:go with|use|switch to|move to|migrate to|drop|stick with|keep)\b"
+    r"|\bwe(?:'ll| will| are going to|'re going to) (?:go with|use|switch to|move to|migrate to|"
+    r"drop|stick with)\b"
+    r"|\b(?:switch(?:ing)?|mov(?:e|ing)|migrat(?:e|ing)) (?:over )?(?:from [\w.@/-]+ )?to\b"
+    r"|\bdrop(?:ping)? (?:the )?[\w.@/-]+,? (?:and|we|in favou?r of)\b|\bin favou?r of\b"
+    r"|\bno longer use\b|\breplace [\w.@/-]+ with\b|\binstead of [\w.@/-]+,? (?:we|use|go)\b",
+    re.IGNORECASE,
+)
+_RENAME = re.compile(
+    r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?:\w+\s+)?[`'\"]?([\w./@:-]+)[`'\"]?\s+(?:to|as|into)\s+"
+    r"[`'\"]?([\w./@:-]+)[`'\"]?"
+    r"|[`'\"]?([\w./@:-]+)[`'\"]? is now (?:called|named)\s+[`'\"]?([\w./@:-]+)[`'\"]?",
+    re.IGNORECASE,
+)
+_REPLACED = re.compile(
+    r"\b(?:drop(?:ping)?|instead of|no longer use|replace|from|not|rather than|over)\s+"
+    r"(?:the\s+|using\s+)?[`'\"]?([\w.@/-]+)",
+    re.IGNORECASE,
+)
+_CHOSEN = re.compile(
+    r"\b(?:to|use|with|go with|stick with|in favou?r of)\s+(?:use\s+|the\s+|using\s+)*"
+    r"[`'\"]?([\w.@/-]+)",
+    re.IGNORECASE,
+)
+_STOP = frozenset(
+    "a an the to of in on for and or but is are be it this that these those we you i me my our "
+    "your please always never dont don't do not from now on going forward note important use "
+    "using make sure should must any all with by at as when whenever every each so just also "
+    "can could would will it's its there here then than into via about over under no yes ok "
+    "okay remember rule fyi heads up".split()
+)
+_WORD = re.compile(r"[a-z][\w.+-]*")
+_MAX_SENTENCE = 300
+
+
+def subject_of(text: str) -> str:
+    """A normalised subject key for ``text``: a known topic when it names one, else its first
+    three content words."""
+    lowered = text.lower()
+    best: tuple[int, str] | None = None
+    for subject, pattern in _SUBJECT_PATTERNS:
+        match = pattern.search(lowered)
+        if match is not None and (best is None or match.start() < best[0]):
+            best = (match.start(), subject)
+    if best is not None:
+        return best[1]
+    words = [w.rstrip(".") for w in _WORD.findall(lowered) if w not in _STOP and len(w) > 2]
+    return "-".join(words[:3]) or "general"
+
+
+def _known_subject(word: str | None) -> str | None:
+    """The lexicon subject ``word`` belongs to, if any."""
+    if not word:
+        return None
+    found = subject_of(word)
+    return found if found in _KNOWN else None
+
+
+def _sentences(text: str) -> list[str]:
+    parts = [" ".join(p.split()) for p in _SENTENCE_END.split(text[:4000])]
+    out: list[str] = []
+    for part in parts:
+        part = part.strip(" -*•>")
+        if part:
+            out.append(part if len(part) <= _MAX_SENTENCE else part[: _MAX_SENTENCE - 1] + "…")
+        if len(out) >= 40:
+            break
+    return out
+
+
+def _word_after(pattern: re.Pattern[str], text: str) -> str | None:
+    match = pattern.search(text)
+    return match.group(1).strip("`'\".,;:") if match else None
+
+
+def statements_in(request: str) -> list[Statement]:
+    """The rules, preferences, notes, corrections, decisions and renames ``request`` states."""
+    out: list[Statement] = []
+    sentences = _sentences(request)
+    for position, sentence in enumerate(sentences):
+        if sentence.endswith("?") and not _NOTE.search(sentence):
+            continue  # a question is not an instruction
+        rename = _RENAME.search(sentence)
+        if rename is not None:
+            old = rename.group(1) or rename.group(3)
+            new = rename.group(2) or rename.group(4)
+            out.append(Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new))
+            continue
+        if _DECISION.search(sentence):
+            replaced = _word_after(_REPLACED, sentence)
+            chosen = _word_after(_CHOSEN, sentence)
+            subject = (_known_subject(chosen) or _known_subject(replaced)
+                       or subject_of(sentence))
+            out.append(Statement(StatementKind.DECISION, sentence, subject, replaced, chosen))
+            continue
+        if position == 0 and _CORRECTION_START.match(sentence):
+            if _CORRECTION_GENERAL.search(sentence):
+                out.append(Statement(StatementKind.CORRECTION, sentence, subject_of(sentence),
+                                     _word_after(_REPLACED, sentence),
+                                     _word_after(_CHOSEN, sentence)))
+            continue
+        if _NOTE.search(sentence):
+            out.append(Statement(StatementKind.NOTE, sentence, subject_of(sentence)))
+        elif _RULE.search(sentence):
+            out.append(Statement(StatementKind.RULE, sentence, subject_of(sentence)))
+        elif _PREFERENCE.search(sentence):
+            out.append(Statement(StatementKind.PREFERENCE, sentence, subject_of(sentence),
+                                 _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence)))
+    return out
+
+
+_FRAMING = re.compile(
+    r"^(?:(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)"
+    r"\s*[:\-—!]\s*|(?:no|nope|wrong|actually|ok(?:ay)?|so|also|and)\b[,.!]?\s*|"
+    r"(?:from now on|going forward|in the future|from here on)\b[,]?\s*|please\s+)+",
+    re.IGNORECASE,
+)
+
+
+def plain_statement(text: str) -> str:
+    """``text`` as a plain statement: chat framing dropped, first letter upper-case."""
+    core = _FRAMING.sub("", text.strip()).strip()
+    if not core:
+        return text.strip()
+    return core[0].upper() + core[1:]
+
+
+def is_correction(request: str) -> bool:
+    """The request pushes back on what the agent did ("no, …", "that's wrong", "I said …")."""
+    return bool(_CORRECTION_START.match(request[:400]))
