@@ -47,8 +47,8 @@ from reverie.analysis.outcomes import (
     is_rejection,
     is_slip,
     result_failed,
-    still_running,
     shorten,
+    still_running,
 )
 from reverie.analysis.statements import StatementKind, is_correction, statements_in
 from reverie.redact import redact
