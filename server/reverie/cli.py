@@ -31,6 +31,10 @@ COMMANDS: dict[str, str] = {
     "sleep": "sleep",
     "demo": "demo",
     "serve": "serve",
+    "connect": "connect",
+    "disconnect": "disconnect",
+    "connections": "connections",
+    "hook": "hook",
 }
 
 

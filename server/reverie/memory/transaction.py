@@ -168,6 +168,9 @@ class MemoryTransaction:
         self.journal_path.unlink(missing_ok=True)
         fsync_dir(self.journal_path.parent)
         shutil.rmtree(staging, ignore_errors=True)
+        from reverie.agents.refresh import refresh_copies  # agents import memory: not at top
+
+        refresh_copies(self.memory_dir)  # agents holding a copy of MEMORY.md see the new one
 
 
 def _prune_empty_parents(directory: Path, stop: Path) -> None:

@@ -10,6 +10,7 @@ save the cursors. Any failure leaves the notes file byte-identical and emits an 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from reverie.events import EventSink, EventType, JobEvent
 from reverie.fsutil import atomic_write_text
 from reverie.llm.errors import LLMError
 from reverie.llm.types import ModelClient
+from reverie.session_memory.marker import clear_marker, marker_path, write_marker
 from reverie.session_memory.source import Conversation, InMemoryConversation
 from reverie.session_memory.state import (
     ExtractionState,
@@ -292,8 +294,12 @@ class SessionMemoryManager:
         future: asyncio.Future[ExtractionResult] | None,
     ) -> None:
         session_id = request.session.id
+        marker = marker_path(self.notes_path(session_id, request.workspace).parent)
         try:
             try:
+                # another process (a compaction hook) waits on this file, not on this object
+                with contextlib.suppress(OSError):  # without it a hook just does not wait
+                    await asyncio.to_thread(write_marker, marker)
                 result = await self._run_once(request, chain)
             except BaseException as exc:
                 if future is not None and not future.done():
@@ -311,6 +317,8 @@ class SessionMemoryManager:
         finally:
             self._pending.pop(session_id, None)
             self._chains.pop(session_id, None)
+            with contextlib.suppress(OSError):
+                clear_marker(marker)
             chain.idle.set()
 
     async def _run_once(self, request: _Request, chain: _Chain) -> ExtractionResult:

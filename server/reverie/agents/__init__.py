@@ -1,0 +1,1 @@
+"""Connecting coding agents to Reverie: managed blocks in their instruction files, hooks."""

@@ -1,0 +1,449 @@
+"""``connect`` / ``disconnect`` / ``connections``: plan, check every file, then write them all.
+
+Every file is read and checked before anything is written (a symlink, a read-only file, text
+that is not UTF-8, a damaged block or a personal file git tracks stops the whole operation with
+a clear error and no write). Writes are atomic per file; if one fails, the files already written
+are put back. ``dry_run`` stops after the check and returns the unified diff.
+
+Symlinked instruction files are refused rather than written through: the link's target is
+usually shared (``CLAUDE.md -> AGENTS.md``, a dotfiles repository), and editing it would change
+what other tools or other people read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reverie.agents.blocks import BlockError, CommentStyle, find_block, remove_block, upsert_block
+from reverie.agents.edits import (
+    EditError,
+    has_json_hooks,
+    has_yaml_read,
+    is_empty_json,
+    remove_json_hooks,
+    remove_yaml_read,
+    set_json_hooks,
+    set_yaml_read,
+)
+from reverie.agents.gitrepo import find_repo, is_tracked
+from reverie.agents.ledger import (
+    AGENTS,
+    AgentName,
+    Connection,
+    FileRecord,
+    Scope,
+    load_ledger,
+    save_ledger,
+)
+from reverie.agents.results import (
+    ConnectedFile,
+    ConnectionInfo,
+    ConnectionsResult,
+    ConnectResult,
+    FileChange,
+    FileState,
+)
+from reverie.agents.specs import Plan, PlannedEdit, plan
+from reverie.config import ProjectPaths, Settings
+from reverie.fsutil import atomic_write_bytes
+
+logger = logging.getLogger(__name__)
+
+
+class ConnectError(Exception):
+    """A one-line reason why nothing was written."""
+
+
+@dataclass(slots=True)
+class _Change:
+    record: FileRecord
+    before: str | None
+    after: str | None  # None: delete the file
+
+    @property
+    def path(self) -> Path:
+        return Path(self.record.path)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def check_agent(agent: str) -> AgentName:
+    for name in AGENTS:
+        if agent == name:
+            return name
+    raise ConnectError(f"unknown agent '{agent}' (known: {', '.join(AGENTS)})")
+
+
+def check_workspace(workspace: Path) -> Path:
+    resolved = workspace.expanduser().resolve()
+    if not resolved.is_dir():
+        raise ConnectError(f"workspace is not a directory: {resolved}")
+    return resolved
+
+
+def _style(record: FileRecord) -> CommentStyle:
+    return "hash" if record.role == "exclude" or record.kind == "yaml-read" else "html"
+
+
+def _read(path: Path) -> str | None:
+    """The file's text exactly (no newline translation), None when it does not exist."""
+    if path.is_symlink():
+        raise ConnectError(
+            f"{path} is a symbolic link (to {os.readlink(path)}); Reverie does not edit "
+            "through links, whose target other tools may share: replace the link with a "
+            "file or use the other --scope"
+        )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConnectError(f"{path} is a directory, not a file") from None
+    except OSError as exc:
+        raise ConnectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConnectError(f"{path} is not UTF-8 text; nothing was written") from None
+
+
+def _check_writable(path: Path, exists: bool) -> None:
+    if exists:
+        mode = path.stat().st_mode
+        if not mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+            raise ConnectError(f"{path} is read-only; nothing was written")
+        return
+    probe = path.parent
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK):
+        raise ConnectError(f"cannot create {path}: {probe} is not writable; nothing was written")
+
+
+def _missing_dirs(path: Path) -> list[str]:
+    missing = []
+    probe = path.parent
+    while not probe.exists() and probe.parent != probe:
+        missing.append(str(probe))
+        probe = probe.parent
+    return missing  # deepest first
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- connect ----------------------------------------------------------------------------------
+
+
+def connect(agent: str, workspace: Path, scope: str, settings: Settings,
+            dry_run: bool = False) -> ConnectResult:
+    """Wire ``agent`` to the workspace's memory (idempotent: twice is once)."""
+    name = check_agent(agent)
+    if scope not in ("personal", "project"):
+        raise ConnectError(f"unknown scope '{scope}' (personal or project)")
+    scope_: Scope = "personal" if scope == "personal" else "project"
+    ws = check_workspace(workspace)
+    the_plan = plan(name, ws, scope_, settings)
+    ledger = load_ledger(the_plan.memory_dir)
+    previous = ledger.find(name, ws)
+    if previous is not None and previous.scope != scope_:
+        raise ConnectError(
+            f"{name} is connected at {previous.scope} scope; run `reverie disconnect {name}` "
+            "first to change the scope"
+        )
+    old_records = {r.path: r for r in previous.files} if previous else {}
+    edits = _with_exclude(the_plan, ws)
+    changes = [_connect_change(edit, old_records.get(str(edit.path))) for edit in edits]
+    notes = list(the_plan.notes)
+    if scope_ == "project":
+        shared = [str(e.path) for e in edits if _inside(e.path, ws)]
+        if shared:
+            notes.append("project scope writes files meant to be committed: " + ", ".join(shared))
+    result = _result(name, ws, the_plan, changes, dry_run, notes)
+    if dry_run or (not result.changed and previous is not None):
+        return result
+    _apply(changes)
+    for change in changes:
+        if change.after is not None:
+            change.record.written_sha256 = _sha(change.after)
+    ledger.put(Connection(
+        agent=name, workspace=str(ws), scope=scope_, mode=the_plan.mode,
+        memory_dir=str(the_plan.memory_dir), connected_at=datetime.now(UTC),
+        files=[c.record for c in changes],
+    ))
+    save_ledger(the_plan.memory_dir, ledger)
+    return result
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
+    """The plan's edits, plus the git exclude entry for personal files inside a repository."""
+    edits = list(the_plan.edits)
+    personal = [e for e in edits if e.in_workspace_personal]
+    repo = find_repo(ws) if personal else None
+    if repo is None:
+        return edits
+    lines = []
+    for edit in personal:
+        if edit.path.exists() and is_tracked(repo, edit.path):
+            raise ConnectError(
+                f"{edit.path} is tracked by git, so a personal connection would change a "
+                "committed file; use --scope project, or untrack it first"
+            )
+        rel = repo.relative(edit.path)
+        if rel is not None:
+            lines.append("/" + rel)
+    if lines:
+        edits.append(PlannedEdit(
+            repo.exclude_file, "exclude", "block", edits[0].block_id, style="hash",
+            body="\n".join(["# files of Reverie's personal connection (never committed)",
+                            *lines]),
+        ))
+    return edits
+
+
+def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
+    before = _read(edit.path)
+    _check_writable(edit.path, before is not None)
+    record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
+                        block_id=edit.block_id)
+    if old is not None:  # keep what the first connect recorded
+        record = old.model_copy(update={"role": edit.role, "kind": edit.kind})
+    else:
+        record.created = before is None
+        record.created_dirs = _missing_dirs(edit.path) if before is None else []
+        if edit.kind == "json-hooks" and before is not None:
+            record.original = before
+    text = before or ""
+    try:
+        if edit.kind == "block":
+            after, sep = upsert_block(text, edit.block_id, edit.body, edit.style)
+        elif edit.kind == "json-hooks":
+            after, sep = set_json_hooks(text, edit.hooks, edit.path.name), None
+        else:
+            after, sep = set_yaml_read(text, edit.block_id, edit.read_path, edit.path.name)
+    except (BlockError, EditError) as exc:
+        raise ConnectError(f"{edit.path}: {exc}") from None
+    if old is None or (sep and old.separator is None):
+        record.separator = sep if sep is not None else record.separator
+    return _Change(record, before, after)
+
+
+# -- disconnect -------------------------------------------------------------------------------
+
+
+def disconnect(agent: str, workspace: Path, settings: Settings,
+               dry_run: bool = False) -> ConnectResult:
+    """Remove what ``connect`` added; a file whose only change was Reverie's comes back byte
+    for byte, and a file Reverie created is removed when nothing else was added to it."""
+    name = check_agent(agent)
+    ws = check_workspace(workspace)
+    memory_dir = ProjectPaths(settings, ws).memory_dir
+    ledger = load_ledger(memory_dir)
+    connection = ledger.find(name, ws) or _found_in_files(name, ws, settings)
+    if connection is None:
+        raise ConnectError(f"{name} is not connected for {ws}")
+    changes = [c for r in connection.files if (c := _disconnect_change(r)) is not None]
+    the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
+    result = _result(name, ws, the_plan, changes, dry_run, [])
+    if dry_run:
+        return result
+    _apply(changes)
+    for change in changes:
+        if change.after is None:
+            _remove_created_dirs(change.record)
+    ledger.drop(name, ws)
+    save_ledger(memory_dir, ledger)
+    return result
+
+
+def _disconnect_change(record: FileRecord) -> _Change | None:
+    path = Path(record.path)
+    before = _read(path)
+    if before is None:
+        return None
+    _check_writable(path, True)
+    try:
+        if record.kind == "json-hooks":
+            if record.written_sha256 == _sha(before) and record.original is not None:
+                after: str | None = record.original
+            else:
+                after = remove_json_hooks(before, path.name)
+            if record.created and after is not None and is_empty_json(after):
+                after = None
+        else:
+            if record.kind == "block":
+                after = remove_block(before, record.block_id, _style(record), record.separator)
+            else:
+                after = remove_yaml_read(before, record.block_id, record.separator)
+            if record.created and not after:
+                after = None
+    except (BlockError, EditError) as exc:
+        raise ConnectError(f"{path}: {exc}") from None
+    return _Change(record, before, after)
+
+
+def _found_in_files(agent: AgentName, ws: Path, settings: Settings) -> Connection | None:
+    """Without a ledger entry: Reverie's blocks and hooks still found in the agent's files."""
+    for scope in ("personal", "project"):
+        scope_: Scope = "personal" if scope == "personal" else "project"
+        the_plan = plan(agent, ws, scope_, settings)
+        repo = find_repo(ws)
+        edits = list(the_plan.edits)
+        if repo is not None:
+            edits.append(PlannedEdit(repo.exclude_file, "exclude", "block",
+                                     edits[0].block_id, style="hash"))
+        records = []
+        for edit in edits:
+            text = _read(edit.path)
+            if text is None:
+                continue
+            record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
+                                block_id=edit.block_id)
+            try:
+                present = (
+                    has_json_hooks(text) if edit.kind == "json-hooks"
+                    else has_yaml_read(text, edit.block_id) if edit.kind == "yaml-read"
+                    else find_block(text, edit.block_id, _style(record)) is not None
+                )
+            except BlockError as exc:
+                raise ConnectError(f"{edit.path}: {exc}") from None
+            if present:
+                records.append(record)
+        if any(r.role != "exclude" for r in records):
+            return Connection(agent=agent, workspace=str(ws), scope=scope_,
+                              mode=the_plan.mode, memory_dir=str(the_plan.memory_dir),
+                              connected_at=datetime.now(UTC), files=records)
+    return None
+
+
+def _remove_created_dirs(record: FileRecord) -> None:
+    for directory in record.created_dirs:  # deepest first
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return  # not empty (something else lives there now) or already gone
+
+
+# -- shared -----------------------------------------------------------------------------------
+
+
+def _result(agent: AgentName, ws: Path, the_plan: Plan, changes: list[_Change], dry_run: bool,
+            notes: list[str]) -> ConnectResult:
+    files = []
+    diff: list[str] = []
+    for change in changes:
+        action = (
+            "unchanged" if not change.changed
+            else "create" if change.before is None
+            else "delete" if change.after is None
+            else "update"
+        )
+        files.append(FileChange(path=change.record.path, role=change.record.role,
+                                action=action))
+        if change.changed:
+            diff.extend(difflib.unified_diff(
+                (change.before or "").splitlines(keepends=True),
+                (change.after or "").splitlines(keepends=True),
+                fromfile="/dev/null" if change.before is None else change.record.path,
+                tofile="/dev/null" if change.after is None else change.record.path,
+            ))
+            if diff and not diff[-1].endswith("\n"):
+                diff.append("\n\\ No newline at end of file\n")
+    return ConnectResult(
+        agent=agent, workspace=str(ws), scope=the_plan.scope, mode=the_plan.mode,
+        memory_dir=str(the_plan.memory_dir), dry_run=dry_run,
+        changed=any(c.changed for c in changes), files=files, diff="".join(diff), notes=notes,
+    )
+
+
+def _write(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def _apply(changes: list[_Change]) -> None:
+    """Write every changed file; on a failure put back the ones already written."""
+    done: list[_Change] = []
+    try:
+        for change in changes:
+            if change.changed:
+                _write(change.path, change.after)
+                done.append(change)
+    except OSError as exc:
+        for change in reversed(done):
+            try:
+                _write(change.path, change.before)
+            except OSError:
+                logger.exception("could not put back %s", change.path)
+        raise ConnectError(f"cannot write {exc.filename or ''}: {exc.strerror or exc}; "
+                           "the files were put back as they were") from None
+
+
+# -- connections ------------------------------------------------------------------------------
+
+
+def _file_state(record: FileRecord) -> FileState:
+    path = Path(record.path)
+    if path.is_symlink():
+        return "symlink"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "missing"
+    try:
+        present = (
+            has_json_hooks(text) if record.kind == "json-hooks"
+            else has_yaml_read(text, record.block_id) if record.kind == "yaml-read"
+            else find_block(text, record.block_id, _style(record)) is not None
+        )
+    except BlockError:
+        return "damaged"
+    return "ok" if present else "block-missing"
+
+
+def connections(workspace: Path, settings: Settings, detect: bool = True) -> ConnectionsResult:
+    """What is wired where for ``workspace``, and which agents have sessions there."""
+    ws = check_workspace(workspace)
+    memory_dir = ProjectPaths(settings, ws).memory_dir
+    ledger = load_ledger(memory_dir)
+    infos = [
+        ConnectionInfo(
+            agent=c.agent, scope=c.scope, mode=c.mode, connected_at=c.connected_at,
+            files=[ConnectedFile(path=r.path, role=r.role, state=_file_state(r))
+                   for r in c.files],
+        )
+        for c in ledger.for_workspace(ws)
+    ]
+    detected: list[AgentName] = []
+    if detect:
+        from reverie.transcripts.discovery import discover_sessions
+
+        seen = {ref.agent for ref in discover_sessions(ws, settings.agent_home)}
+        detected = [a for a in AGENTS if _agent_key(a) in seen]
+    return ConnectionsResult(workspace=str(ws), memory_dir=str(memory_dir),
+                             connections=infos, detected=detected)
+
+
+def _agent_key(agent: AgentName) -> str:
+    """The transcript model's name for an agent (``gemini-cli`` for Gemini)."""
+    return "gemini-cli" if agent == "gemini" else agent

@@ -1,0 +1,207 @@
+"""The three kinds of edit Reverie makes to an agent's files, each reversible.
+
+- ``block``: a managed block in a markdown / ignore file (``reverie.agents.blocks``);
+- ``json-hooks``: Reverie's hook entries in a JSON settings file (Claude Code
+  ``settings*.json``, Codex ``hooks.json``); ours are recognised by their command
+  (``… reverie hook <event>``), the user's entries are kept in order;
+- ``yaml-read``: Reverie's entry in Aider's ``read:`` list, as a managed block when the file
+  has no ``read:`` key yet, else as one list line tagged ``# reverie:managed ID``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from reverie.agents.blocks import BlockError, newline_of, remove_block, upsert_block
+
+#: how Reverie's hook commands are recognised in a settings file
+HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start)\b")
+
+
+class EditError(Exception):
+    """A file cannot be edited safely (its shape is not one Reverie can change reversibly)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookEntry:
+    """One hook Reverie installs: event, matcher, command and timeout (seconds)."""
+
+    event: str
+    matcher: str
+    command: str
+    timeout: int
+
+
+# -- JSON settings ------------------------------------------------------------------------------
+
+
+def _indent_of(text: str) -> int:
+    match = re.search(r"^( +)\S", text, re.M)
+    return len(match.group(1)) if match else 2
+
+
+def _load_object(text: str, name: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EditError(f"{name} is not valid JSON ({exc.msg} at line {exc.lineno}); "
+                        "fix it first, nothing was written") from None
+    if not isinstance(data, dict):
+        raise EditError(f"{name} does not hold a JSON object; nothing was written")
+    return data
+
+
+def _dump(data: dict[str, Any], like: str) -> str:
+    text = json.dumps(data, indent=_indent_of(like), ensure_ascii=False) + "\n"
+    return text.replace("\n", newline_of(like)) if like else text
+
+
+def _is_ours(group: Any) -> bool:
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(hooks, list) and bool(hooks) and all(
+        isinstance(h, dict) and HOOK_COMMAND.search(str(h.get("command", ""))) for h in hooks
+    )
+
+
+def _strip_ours(data: dict[str, Any]) -> bool:
+    """Remove Reverie's hook groups (and containers left empty by that); True if any."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    found = False
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = [g for g in groups if not _is_ours(g)]
+        if len(kept) != len(groups):
+            found = True
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if found and not hooks:
+        del data["hooks"]
+    return found
+
+
+def set_json_hooks(text: str, entries: list[HookEntry], name: str) -> str:
+    """``text`` (a JSON object, or empty) with Reverie's hooks set to ``entries``."""
+    data = _load_object(text, name)
+    hooks_value = data.get("hooks")
+    if hooks_value is not None and not isinstance(hooks_value, dict):
+        raise EditError(f"{name}: \"hooks\" is not an object; nothing was written")
+    _strip_ours(data)
+    hooks = data.setdefault("hooks", {})
+    for entry in entries:
+        groups = hooks.setdefault(entry.event, [])
+        if not isinstance(groups, list):
+            raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
+        groups.append({
+            "matcher": entry.matcher,
+            "hooks": [{"type": "command", "command": entry.command, "timeout": entry.timeout}],
+        })
+    new = _dump(data, text)
+    return text if _same_json(text, new) else new
+
+
+def _same_json(old: str, new: str) -> bool:
+    try:
+        return bool(old.strip()) and json.loads(old) == json.loads(new)
+    except json.JSONDecodeError:
+        return False
+
+
+def remove_json_hooks(text: str, name: str) -> str:
+    """``text`` without Reverie's hook entries (unchanged when there are none)."""
+    data = _load_object(text, name)
+    if not _strip_ours(data):
+        return text
+    return _dump(data, text)
+
+
+def is_empty_json(text: str) -> bool:
+    """True for a file that holds nothing but ``{}`` (what is left of one Reverie created)."""
+    try:
+        return not text.strip() or json.loads(text) == {}
+    except json.JSONDecodeError:
+        return False
+
+
+def has_json_hooks(text: str) -> bool:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return False
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    return isinstance(hooks, dict) and any(
+        isinstance(groups, list) and any(_is_ours(g) for g in groups) for groups in hooks.values()
+    )
+
+
+# -- Aider's read: list -----------------------------------------------------------------------
+
+
+_READ_KEY = re.compile(r"^read[ \t]*:(.*?)(\r?\n|$)", re.M)
+
+
+def _tag(block_id: str) -> str:
+    return f"# reverie:managed {block_id}"
+
+
+def _tagged_line(block_id: str) -> re.Pattern[str]:
+    return re.compile(r"^[ \t]*-[^\n]*" + re.escape(_tag(block_id)) + r"[ \t]*(\r?\n|$)", re.M)
+
+
+def set_yaml_read(text: str, block_id: str, path: str, name: str) -> tuple[str, str | None]:
+    """``text`` with ``path`` in its top-level ``read:`` list; returns (text, separator).
+
+    The separator is the one of a newly added block (None when a list line was used).
+    """
+    item = json.dumps(path)  # a double-quoted YAML scalar: safe for any path
+    tagged = _tagged_line(block_id)
+    existing = tagged.search(text)
+    if existing is not None:
+        newline = existing.group(1)
+        lead = re.match(r"[ \t]*", existing.group(0))
+        line = f"{lead.group(0) if lead else '  '}- {item}  {_tag(block_id)}{newline}"
+        return text[: existing.start()] + line + text[existing.end():], None
+    key = _READ_KEY.search(text)
+    if key is None or "reverie:begin" in text[max(0, key.start() - 200): key.start()]:
+        body = f"read:\n  - {item}"
+        return upsert_block(text, block_id, body, "hash")
+    rest = key.group(1).strip()
+    if rest and not rest.startswith("#"):
+        raise EditError(
+            f"{name} sets read: on one line ({rest[:40]}); write it as a list with one "
+            "'- file' per line and connect again (nothing was written)"
+        )
+    after_key = key.end()
+    if not key.group(2):  # "read:" is the last line, without a newline
+        text += newline_of(text)
+        after_key = len(text)
+    following = re.match(r"([ \t]*)-", text[after_key:])
+    indent = following.group(1) if following else "  "
+    line = f"{indent}- {item}  {_tag(block_id)}{newline_of(text)}"
+    return text[:after_key] + line + text[after_key:], None
+
+
+def remove_yaml_read(text: str, block_id: str, separator: str | None) -> str:
+    text = _tagged_line(block_id).sub("", text)
+    return remove_block(text, block_id, "hash", separator)
+
+
+def has_yaml_read(text: str, block_id: str) -> bool:
+    if _tagged_line(block_id).search(text):
+        return True
+    from reverie.agents.blocks import find_block
+
+    try:
+        return find_block(text, block_id, "hash") is not None
+    except BlockError:
+        return True

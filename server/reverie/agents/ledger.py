@@ -1,0 +1,111 @@
+"""What Reverie changed to connect an agent, so ``disconnect`` can take it back exactly.
+
+Kept in the memory dir's private state dir (``.reverie/connections.json``, 0600): the memory's
+post-apply refresh finds the managed copies from the memory dir alone. For a JSON settings file
+that existed before, the text before the first connect is kept too (a re-serialised JSON file
+cannot otherwise come back byte for byte); it is dropped on disconnect.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from reverie.fsutil import atomic_write_text
+from reverie.memory.lock import state_dir
+
+logger = logging.getLogger(__name__)
+
+AgentName = Literal["claude-code", "codex", "gemini", "aider"]
+AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "gemini", "aider")
+Scope = Literal["personal", "project"]
+#: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
+Mode = Literal["import", "copy", "reference", "none"]
+Role = Literal["memory", "hooks", "exclude"]
+EditKind = Literal["block", "json-hooks", "yaml-read"]
+
+LEDGER_NAME = "connections.json"
+
+
+class FileRecord(BaseModel):
+    path: str
+    role: Role
+    kind: EditKind
+    block_id: str
+    #: the file did not exist before Reverie wrote it (removed again when left empty)
+    created: bool = False
+    #: directories Reverie created for it (removed again when left empty), deepest first
+    created_dirs: list[str] = Field(default_factory=list)
+    #: what was inserted before the block (so disconnect takes exactly that away)
+    separator: str | None = None
+    #: JSON files only: the text before the first connect
+    original: str | None = None
+    #: sha256 of the text Reverie last wrote
+    written_sha256: str | None = None
+
+
+class Connection(BaseModel):
+    agent: AgentName
+    workspace: str
+    scope: Scope
+    mode: Mode
+    memory_dir: str
+    connected_at: datetime
+    files: list[FileRecord] = Field(default_factory=list)
+
+
+class Ledger(BaseModel):
+    version: int = 1
+    connections: list[Connection] = Field(default_factory=list)
+
+    def find(self, agent: str, workspace: Path) -> Connection | None:
+        return next(
+            (c for c in self.connections
+             if c.agent == agent and c.workspace == str(workspace)), None
+        )
+
+    def for_workspace(self, workspace: Path) -> list[Connection]:
+        return [c for c in self.connections if c.workspace == str(workspace)]
+
+    def put(self, connection: Connection) -> None:
+        self.drop(connection.agent, Path(connection.workspace))
+        self.connections.append(connection)
+
+    def drop(self, agent: str, workspace: Path) -> None:
+        self.connections = [
+            c for c in self.connections
+            if not (c.agent == agent and c.workspace == str(workspace))
+        ]
+
+
+def ledger_path(memory_dir: Path) -> Path:
+    return state_dir(memory_dir) / LEDGER_NAME
+
+
+def load_ledger(memory_dir: Path) -> Ledger:
+    """The ledger (empty when there is none; an unreadable one is reported and ignored)."""
+    path = ledger_path(memory_dir)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Ledger()
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("cannot read %s: %s", path, exc)
+        return Ledger()
+    try:
+        return Ledger.model_validate_json(raw)
+    except ValidationError as exc:
+        logger.warning("ignoring unreadable %s: %s", path, exc.errors()[0]["msg"])
+        return Ledger()
+
+
+def save_ledger(memory_dir: Path, ledger: Ledger) -> None:
+    path = ledger_path(memory_dir)
+    if not ledger.connections:
+        path.unlink(missing_ok=True)
+        return
+    atomic_write_text(path, ledger.model_dump_json(indent=2) + "\n")

@@ -1,0 +1,235 @@
+"""Where each agent looks, and what Reverie writes there (sources in ``docs/agents.md``).
+
+- claude-code: personal ``CLAUDE.local.md`` imports MEMORY.md and the hooks go to
+  ``.claude/settings.local.json`` (both git-excluded); project: ``CLAUDE.md`` and
+  ``.claude/settings.json``.
+- codex: personal: a copy labelled with the workspace in ``$CODEX_HOME/AGENTS.md``, hooks in
+  ``$CODEX_HOME/hooks.json``; project: a copy in ``AGENTS.md``, hooks in ``.codex/hooks.json``.
+- gemini: personal: a labelled copy in ``~/.gemini/GEMINI.md``; project: a copy in
+  ``GEMINI.md`` (or the ``context.fileName`` the settings name).
+- aider: ``.aider.conf.yml``'s ``read:`` lists MEMORY.md (git-excluded when personal).
+
+Claude Code's ``@path`` imports may point anywhere, so it imports the live MEMORY.md. Gemini's
+import processor only accepts files under the importing file's directory and Codex has no
+imports, so both get a managed copy, refreshed after every applied memory change. Aider reads
+the files in ``read:`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reverie.agents.blocks import CommentStyle
+from reverie.agents.edits import HookEntry
+from reverie.agents.ledger import AgentName, EditKind, Mode, Role, Scope
+from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
+
+logger = logging.getLogger(__name__)
+
+MEMORY_INDEX = "MEMORY.md"
+PRE_COMPACT_TIMEOUT = 30
+SESSION_START_TIMEOUT = 15
+
+
+@dataclass(slots=True)
+class PlannedEdit:
+    """One file of a connection and what Reverie's part of it should be."""
+
+    path: Path
+    role: Role
+    kind: EditKind
+    block_id: str
+    style: CommentStyle = "html"
+    body: str = ""
+    hooks: list[HookEntry] = field(default_factory=list)
+    read_path: str = ""
+    #: personal files inside the workspace: must not be tracked by git, and get excluded
+    in_workspace_personal: bool = False
+
+
+@dataclass(slots=True)
+class Plan:
+    agent: AgentName
+    scope: Scope
+    mode: Mode
+    memory_dir: Path
+    edits: list[PlannedEdit]
+    notes: list[str] = field(default_factory=list)
+
+
+def block_id(agent: AgentName, workspace: Path) -> str:
+    return f"{agent} {project_key(workspace)}"
+
+
+def hook_command(settings: Settings, event: str) -> str:
+    """The command a hook runs: this interpreter, so no PATH lookup or venv activation."""
+    return shlex.join([
+        sys.executable, "-m", "reverie", "hook", event,
+        "--data-dir", str(settings.data_dir),
+    ])
+
+
+def hook_entries(settings: Settings) -> list[HookEntry]:
+    return [
+        HookEntry("PreCompact", "", hook_command(settings, "pre-compact"), PRE_COMPACT_TIMEOUT),
+        HookEntry("SessionStart", "compact|resume", hook_command(settings, "session-start"),
+                  SESSION_START_TIMEOUT),
+    ]
+
+
+def codex_home(settings: Settings) -> Path:
+    env = os.environ.get("CODEX_HOME")
+    return Path(env).expanduser() if env else settings.agent_home / ".codex"
+
+
+def gemini_context_name(settings: Settings, workspace: Path) -> str:
+    """Gemini CLI's context file name: ``context.fileName`` (project over user), else GEMINI.md."""
+    for path in (workspace / ".gemini" / "settings.json",
+                 settings.agent_home / ".gemini" / "settings.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        context = data.get("context") if isinstance(data, dict) else None
+        name = context.get("fileName") if isinstance(context, dict) else None
+        if isinstance(name, list):
+            name = next((n for n in name if isinstance(n, str) and n), None)
+        if isinstance(name, str) and name and "/" not in name:
+            return name
+    return "GEMINI.md"
+
+
+def codex_global_file(home: Path) -> Path:
+    """The global file Codex reads: AGENTS.override.md when it has text, else AGENTS.md."""
+    override = home / "AGENTS.override.md"
+    try:
+        if override.read_text(encoding="utf-8").strip():
+            return override
+    except (OSError, UnicodeDecodeError):
+        pass
+    return home / "AGENTS.md"
+
+
+def claude_auto_memory_dir(settings: Settings, workspace: Path) -> Path:
+    slug = claude_project_slug(str(workspace))
+    return settings.agent_home / ".claude" / "projects" / slug / "memory"
+
+
+# -- what goes into the blocks ------------------------------------------------------------------
+
+
+def _absolute_links(index: str, memory_dir: Path) -> str:
+    def fix(match: re.Match[str]) -> str:
+        target = match.group(1)
+        if re.match(r"^([a-z][a-z0-9+.-]*:|/|#|~)", target, re.I):
+            return match.group(0)
+        return f"]({(memory_dir / target).as_posix()})"
+
+    return re.sub(r"\]\(([^)\s]+)\)", fix, index)
+
+
+def _heading(workspace: Path, labelled: bool) -> list[str]:
+    if labelled:
+        return [f"## Project memory for {workspace} (kept by Reverie)", "",
+                f"Applies only when working in `{workspace}`."]
+    return ["## Project memory (kept by Reverie)"]
+
+
+def copy_body(memory_dir: Path, workspace: Path, labelled: bool) -> str:
+    """A managed copy of MEMORY.md, its links made absolute (the copy lives elsewhere)."""
+    try:
+        index = (memory_dir / MEMORY_INDEX).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        index = ""
+    lines = [
+        *_heading(workspace, labelled), "",
+        f"What past sessions learned about this project, consolidated by Reverie. Topic files "
+        f"are in `{memory_dir}`: read one when its entry matters. This block is a copy of "
+        f"`{memory_dir / MEMORY_INDEX}`, refreshed after every memory change; edit the memory "
+        "there, not here.",
+        "",
+        _absolute_links(index, memory_dir) if index else "(no memory consolidated yet)",
+    ]
+    return "\n".join(lines)
+
+
+def import_body(memory_dir: Path) -> str:
+    return "\n".join([
+        "## Project memory (kept by Reverie)", "",
+        f"What past sessions learned about this project, consolidated by Reverie. Topic files "
+        f"are in `{memory_dir}`: read one when its entry matters.",
+        "",
+        f"@{(memory_dir / MEMORY_INDEX).as_posix()}",
+    ])
+
+
+def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool) -> str:
+    return copy_body(memory_dir, workspace, labelled) if mode == "copy" else import_body(memory_dir)
+
+
+# -- plans ------------------------------------------------------------------------------------
+
+
+def plan(agent: AgentName, workspace: Path, scope: Scope, settings: Settings) -> Plan:
+    """What connecting ``agent`` for ``workspace`` at ``scope`` writes."""
+    memory_dir = ProjectPaths(settings, workspace).memory_dir
+    bid = block_id(agent, workspace)
+    personal = scope == "personal"
+    if agent == "claude-code":
+        return _claude(workspace, scope, settings, memory_dir, bid)
+    if agent == "codex":
+        home = codex_home(settings)
+        target = codex_global_file(home) if personal else workspace / "AGENTS.md"
+        hooks = (home if personal else workspace / ".codex") / "hooks.json"
+        return Plan(agent, scope, "copy", memory_dir, [
+            PlannedEdit(target, "memory", "block", bid,
+                        body=copy_body(memory_dir, workspace, labelled=personal)),
+            PlannedEdit(hooks, "hooks", "json-hooks", bid, hooks=hook_entries(settings)),
+        ], notes=[
+            "Codex runs hooks only with `[features] codex_hooks = true` in its config.toml "
+            "and after you trust them in Codex (see docs/agents.md).",
+        ])
+    if agent == "gemini":
+        name = gemini_context_name(settings, workspace)
+        target = (settings.agent_home / ".gemini" / name) if personal else workspace / name
+        return Plan(agent, scope, "copy", memory_dir, [
+            PlannedEdit(target, "memory", "block", bid,
+                        body=copy_body(memory_dir, workspace, labelled=personal)),
+        ])
+    return Plan(agent, scope, "reference", memory_dir, [
+        PlannedEdit(workspace / ".aider.conf.yml", "memory", "yaml-read", bid, style="hash",
+                    read_path=str(memory_dir / MEMORY_INDEX), in_workspace_personal=personal),
+    ])
+
+
+def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
+            bid: str) -> Plan:
+    personal = scope == "personal"
+    edits: list[PlannedEdit] = []
+    notes: list[str] = []
+    mode: Mode = "import"
+    if memory_dir.expanduser().resolve() == claude_auto_memory_dir(settings, workspace).resolve():
+        mode = "none"
+        notes.append("Reverie's memory is Claude Code's own auto-memory directory for this "
+                     "workspace, which Claude Code loads itself: only the hooks are added.")
+    else:
+        if re.search(r"\s", str(memory_dir)):
+            mode = "copy"  # an @import path cannot contain spaces
+        target = workspace / ("CLAUDE.local.md" if personal else "CLAUDE.md")
+        edits.append(PlannedEdit(
+            target, "memory", "block", bid, body=refresh_body(mode, memory_dir, workspace, False),
+            in_workspace_personal=personal,
+        ))
+        if mode == "import":
+            notes.append("Claude Code asks once to approve an import from outside the project.")
+    settings_file = workspace / ".claude" / ("settings.local.json" if personal else "settings.json")
+    edits.append(PlannedEdit(settings_file, "hooks", "json-hooks", bid,
+                             hooks=hook_entries(settings), in_workspace_personal=personal))
+    return Plan("claude-code", scope, mode, memory_dir, edits, notes)
