@@ -1,0 +1,318 @@
+"""connect / disconnect on real files in a temp home and workspace, for every agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reverie.agents.connection import ConnectError, connect, connections, disconnect
+from reverie.agents.ledger import AGENTS, load_ledger
+from reverie.config import ProjectPaths, Settings
+
+
+@pytest.fixture
+def home(reverie_env: dict[str, Path]) -> Path:
+    return reverie_env["agent_home"]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "project"
+    (workspace / ".git" / "info").mkdir(parents=True)
+    (workspace / ".git" / "info" / "exclude").write_text("# git ls-files --others\n*.log\n")
+    return workspace
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings()
+
+
+def snapshot(*roots: Path) -> dict[str, bytes]:
+    """Every file under ``roots`` (relative path -> bytes), Reverie's own data excluded."""
+    files: dict[str, bytes] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                files[str(path)] = path.read_bytes()
+    return files
+
+
+def dirs(*roots: Path) -> set[str]:
+    return {str(p) for root in roots for p in root.rglob("*") if p.is_dir()}
+
+
+USER_FILES = {
+    "claude-code": {"CLAUDE.local.md": b"# My notes\n\nUse pnpm.\n",
+                    ".claude/settings.local.json":
+                        b'{\n    "permissions": {\n        "allow": ["Bash(ls)"]\n    }\n}\n'},
+    "codex": {"~/.codex/AGENTS.md": b"Always run the tests.\n",
+              "~/.codex/hooks.json": b'{"hooks": {"Stop": [{"hooks": [{"type": "command", '
+                                     b'"command": "notify-send done"}]}]}}'},
+    "gemini": {"~/.gemini/GEMINI.md": b"Be brief."},
+    "aider": {".aider.conf.yml": b"model: sonnet\nread:\n  - CONVENTIONS.md\n"},
+}
+
+
+def place(files: dict[str, bytes], ws: Path, home: Path) -> list[Path]:
+    placed = []
+    for name, data in files.items():
+        path = home / name[2:] if name.startswith("~/") else ws / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        placed.append(path)
+    return placed
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_connect_twice_is_once_and_disconnect_restores_every_byte(
+    agent: str, ws: Path, home: Path, settings: Settings
+) -> None:
+    place(USER_FILES[agent], ws, home)
+    before, before_dirs = snapshot(ws, home), dirs(ws, home)
+
+    first = connect(agent, ws, "personal", settings)
+    assert first.changed and first.scope == "personal"
+    after_first = snapshot(ws, home)
+    assert after_first != before
+    for path, data in before.items():  # the user's text is all still there, in order
+        if path in after_first and path.endswith((".md", ".yml")):
+            text = after_first[path].decode()
+            old = data.decode()
+            assert old.rstrip("\n") in text or all(line in text for line in old.splitlines())
+    second = connect(agent, ws, "personal", settings)
+    assert not second.changed
+    assert snapshot(ws, home) == after_first
+
+    gone = disconnect(agent, ws, settings)
+    assert gone.changed
+    assert snapshot(ws, home) == before
+    assert dirs(ws, home) == before_dirs
+    assert load_ledger(ProjectPaths(settings, ws).memory_dir).find(agent, ws.resolve()) is None
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_missing_files_are_created_then_removed_with_their_folders(
+    agent: str, ws: Path, home: Path, settings: Settings
+) -> None:
+    before, before_dirs = snapshot(ws, home), dirs(ws, home)
+    result = connect(agent, ws, "personal", settings)
+    created = [f for f in result.files if f.action == "create"]
+    assert created and all(Path(f.path).is_file() for f in created)
+    for f in created:
+        assert stat.S_IMODE(Path(f.path).stat().st_mode) == 0o600
+    disconnect(agent, ws, settings)
+    assert snapshot(ws, home) == before
+    assert dirs(ws, home) == before_dirs
+
+
+def test_claude_code_personal_imports_memory_and_installs_hooks(
+    ws: Path, settings: Settings
+) -> None:
+    result = connect("claude-code", ws, "personal", settings)
+    memory_dir = ProjectPaths(settings, ws).memory_dir
+    local = (ws / "CLAUDE.local.md").read_text()
+    assert f"@{memory_dir / 'MEMORY.md'}" in local
+    assert result.mode == "import"
+    hooks = json.loads((ws / ".claude" / "settings.local.json").read_text())["hooks"]
+    assert hooks["PreCompact"][0]["hooks"][0]["command"].split()[-3:-1] == [
+        "pre-compact", "--data-dir"]
+    assert hooks["SessionStart"][0]["matcher"] == "compact|resume"
+    assert "hook session-start" in hooks["SessionStart"][0]["hooks"][0]["command"]
+    exclude = (ws / ".git" / "info" / "exclude").read_text()
+    assert "/CLAUDE.local.md\n" in exclude and "/.claude/settings.local.json\n" in exclude
+    assert not (ws / "CLAUDE.md").exists() and not (ws / ".claude" / "settings.json").exists()
+
+
+def test_project_scope_writes_shared_files_and_says_so(
+    ws: Path, home: Path, settings: Settings
+) -> None:
+    result = connect("codex", ws, "project", settings)
+    assert (ws / "AGENTS.md").is_file() and (ws / ".codex" / "hooks.json").is_file()
+    assert not (home / ".codex").exists()
+    assert any("project scope writes files meant to be committed" in n for n in result.notes)
+    assert "reverie:begin codex" not in (ws / ".git" / "info" / "exclude").read_text()
+    with pytest.raises(ConnectError, match="connected at project scope"):
+        connect("codex", ws, "personal", settings)
+
+
+def test_crlf_file_keeps_crlf_and_comes_back_exactly(ws: Path, settings: Settings) -> None:
+    original = b"# Team rules\r\n\r\nRun make test.\r\n"
+    (ws / "CLAUDE.md").write_bytes(original)
+    connect("claude-code", ws, "project", settings)
+    data = (ws / "CLAUDE.md").read_bytes()
+    assert data.startswith(original)
+    assert b"\n" not in data.replace(b"\r\n", b"")  # every line ending is CRLF
+    disconnect("claude-code", ws, settings)
+    assert (ws / "CLAUDE.md").read_bytes() == original
+
+
+def test_file_without_final_newline_comes_back_exactly(ws: Path, home: Path,
+                                                       settings: Settings) -> None:
+    target = home / ".gemini" / "GEMINI.md"
+    target.parent.mkdir()
+    target.write_bytes(b"no newline at the end")
+    connect("gemini", ws, "personal", settings)
+    assert target.read_bytes().startswith(b"no newline at the end\n\n<!-- reverie:begin")
+    disconnect("gemini", ws, settings)
+    assert target.read_bytes() == b"no newline at the end"
+
+
+def test_text_the_user_adds_around_the_block_survives_disconnect(
+    ws: Path, home: Path, settings: Settings
+) -> None:
+    target = home / ".codex" / "AGENTS.md"
+    target.parent.mkdir()
+    target.write_text("top\n")
+    connect("codex", ws, "personal", settings)
+    target.write_text("added before\n" + target.read_text() + "added after\n")
+    disconnect("codex", ws, settings)
+    assert target.read_text() == "added before\ntop\nadded after\n"
+
+
+def test_json_settings_changed_after_connect_keep_the_users_entries(
+    ws: Path, settings: Settings
+) -> None:
+    path = ws / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    path.write_text('{"hooks": {"PreCompact": [{"matcher": "", "hooks": [{"type": "command", '
+                    '"command": "my-backup.sh"}]}]}}')
+    connect("claude-code", ws, "personal", settings)
+    data = json.loads(path.read_text())
+    assert [g["hooks"][0]["command"] for g in data["hooks"]["PreCompact"]][0] == "my-backup.sh"
+    data["permissions"] = {"allow": ["Bash(make)"]}  # Claude Code itself writes this file
+    path.write_text(json.dumps(data, indent=2))
+    disconnect("claude-code", ws, settings)
+    assert json.loads(path.read_text()) == {
+        "hooks": {"PreCompact": [{"matcher": "", "hooks": [
+            {"type": "command", "command": "my-backup.sh"}]}]},
+        "permissions": {"allow": ["Bash(make)"]},
+    }
+
+
+def test_aider_one_line_read_is_a_clear_error(ws: Path, settings: Settings) -> None:
+    (ws / ".aider.conf.yml").write_text("read: [CONVENTIONS.md]\n")
+    before = snapshot(ws)
+    with pytest.raises(ConnectError, match="read: on one line"):
+        connect("aider", ws, "personal", settings)
+    assert snapshot(ws) == before
+
+
+def test_aider_read_list_gets_one_tagged_line(ws: Path, settings: Settings) -> None:
+    (ws / ".aider.conf.yml").write_text("read:\n    - CONVENTIONS.md\nmodel: x\n")
+    connect("aider", ws, "personal", settings)
+    lines = (ws / ".aider.conf.yml").read_text().splitlines()
+    assert lines[0] == "read:"
+    assert lines[1].startswith('    - "') and "MEMORY.md" in lines[1]
+    assert lines[2:] == ["    - CONVENTIONS.md", "model: x"]
+
+
+def test_read_only_file_is_an_error_and_nothing_is_written(
+    ws: Path, home: Path, settings: Settings
+) -> None:
+    (ws / "CLAUDE.local.md").write_text("mine\n")
+    (ws / "CLAUDE.local.md").chmod(0o444)
+    before = snapshot(ws, home)
+    with pytest.raises(ConnectError, match="read-only"):
+        connect("claude-code", ws, "personal", settings)
+    assert snapshot(ws, home) == before
+    assert not (ws / ".claude").exists()
+
+
+def test_symlinked_instruction_file_is_refused(ws: Path, settings: Settings) -> None:
+    (ws / "AGENTS.md").write_text("shared\n")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")
+    before = snapshot(ws)
+    with pytest.raises(ConnectError, match="symbolic link"):
+        connect("claude-code", ws, "project", settings)
+    assert snapshot(ws) == before and (ws / "CLAUDE.md").is_symlink()
+
+
+def test_damaged_block_is_an_error_for_connect_and_disconnect(
+    ws: Path, home: Path, settings: Settings
+) -> None:
+    connect("gemini", ws, "personal", settings)
+    target = home / ".gemini" / "GEMINI.md"
+    text = target.read_text()
+    end = next(line for line in text.splitlines() if "reverie:end" in line)
+    target.write_text(text.replace(end + "\n", ""))
+    before = snapshot(ws, home)
+    with pytest.raises(ConnectError, match="damaged"):
+        connect("gemini", ws, "personal", settings)
+    with pytest.raises(ConnectError, match="damaged"):
+        disconnect("gemini", ws, settings)
+    assert snapshot(ws, home) == before
+
+
+def test_unknown_agent_and_bad_workspace_are_errors(ws: Path, tmp_path: Path,
+                                                    settings: Settings) -> None:
+    with pytest.raises(ConnectError, match="unknown agent 'cursor'"):
+        connect("cursor", ws, "personal", settings)
+    not_dir = tmp_path / "file.txt"
+    not_dir.write_text("x")
+    with pytest.raises(ConnectError, match="not a directory"):
+        connect("codex", not_dir, "personal", settings)
+    with pytest.raises(ConnectError, match="not a directory"):
+        connect("codex", tmp_path / "missing", "personal", settings)
+    with pytest.raises(ConnectError, match="not connected"):
+        disconnect("codex", ws, settings)
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(ws: Path, home: Path,
+                                                  settings: Settings) -> None:
+    (ws / "CLAUDE.local.md").write_text("mine\n")
+    before = snapshot(ws, home)
+    result = connect("claude-code", ws, "personal", settings, dry_run=True)
+    assert result.dry_run and result.changed
+    assert f"--- {ws / 'CLAUDE.local.md'}" in result.diff
+    assert "--- /dev/null" in result.diff and "+<!-- reverie:begin claude-code" in result.diff
+    assert snapshot(ws, home) == before
+    connect("claude-code", ws, "personal", settings)
+    preview = disconnect("claude-code", ws, settings, dry_run=True)
+    assert "-<!-- reverie:begin claude-code" in preview.diff
+    assert (ws / "CLAUDE.local.md").read_text() != "mine\n"
+
+
+def test_disconnect_without_the_ledger_finds_the_blocks(ws: Path, home: Path,
+                                                        settings: Settings) -> None:
+    (home / ".codex").mkdir()
+    (home / ".codex" / "AGENTS.md").write_text("top\n")
+    connect("codex", ws, "personal", settings)
+    memory_dir = ProjectPaths(settings, ws).memory_dir
+    (memory_dir / ".reverie" / "connections.json").unlink()
+    disconnect("codex", ws, settings)
+    assert (home / ".codex" / "AGENTS.md").read_text() == "top\n"
+    assert "reverie hook" not in (home / ".codex" / "hooks.json").read_text()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_personal_scope_refuses_a_file_git_tracks(ws: Path, settings: Settings) -> None:
+    shutil.rmtree(ws / ".git")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, env=env)
+    (ws / ".aider.conf.yml").write_text("model: x\n")
+    subprocess.run(["git", "-C", str(ws), "add", ".aider.conf.yml"], check=True, env=env)
+    with pytest.raises(ConnectError, match="tracked by git"):
+        connect("aider", ws, "personal", settings)
+    assert (ws / ".aider.conf.yml").read_text() == "model: x\n"
+    connect("aider", ws, "project", settings)  # the shared file is what project scope is for
+    assert "MEMORY.md" in (ws / ".aider.conf.yml").read_text()
+
+
+def test_connections_lists_files_and_their_state(ws: Path, home: Path,
+                                                 settings: Settings) -> None:
+    connect("gemini", ws, "personal", settings)
+    connect("claude-code", ws, "personal", settings)
+    (home / ".gemini" / "GEMINI.md").write_text("the user removed the block\n")
+    listing = connections(ws, settings)
+    states = {(c.agent, f.role): f.state for c in listing.connections for f in c.files}
+    assert states[("gemini", "memory")] == "block-missing"
+    assert states[("claude-code", "memory")] == "ok"
+    assert states[("claude-code", "hooks")] == "ok"
