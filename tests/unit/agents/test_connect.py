@@ -185,7 +185,8 @@ def test_json_settings_changed_after_connect_keep_the_users_entries(
                     '"command": "my-backup.sh"}]}]}}')
     connect("claude-code", ws, "personal", settings)
     data = json.loads(path.read_text())
-    assert [g["hooks"][0]["command"] for g in data["hooks"]["PreCompact"]][0] == "my-backup.sh"
+    commands = [g["hooks"][0]["command"] for g in data["hooks"]["PreCompact"]]
+    assert commands[0] == "my-backup.sh" and "reverie hook pre-compact" in commands[1]
     data["permissions"] = {"allow": ["Bash(make)"]}  # Claude Code itself writes this file
     path.write_text(json.dumps(data, indent=2))
     disconnect("claude-code", ws, settings)
