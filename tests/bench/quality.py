@@ -1,0 +1,110 @@
+"""What the offline engine remembers, measured on the labelled evaluation set (tests/eval).
+
+For every project in ``tests/fixtures/eval`` and every engine path (per-session ``notes``,
+``dream`` after each session, nightly ``sleep``), runs the real CLI in temp dirs and scores the
+output against the project's labels: recall of durable facts, precision (share of useful
+lines), wrong claims, leaked secrets, index lines over 150 characters, lines, seconds.
+
+Run:
+  .venv/bin/python tests/bench/quality.py                 # the table
+  .venv/bin/python tests/bench/quality.py --details       # + missed facts and bad lines
+  .venv/bin/python tests/bench/quality.py --json          # everything as JSON
+  .venv/bin/python tests/bench/quality.py --project acme-web --path dream --keep /tmp/q
+(``--keep DIR`` leaves the agent homes, notes and memory dirs there to read.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
+sys.path.insert(0, str(EVAL_DIR))
+
+from eval_harness import PATHS, PathResult, project_names, run_all  # noqa: E402
+from eval_score import Score  # noqa: E402
+
+
+def _pct(value: float | None) -> str:
+    return "   -" if value is None else f"{value * 100:4.0f}%"
+
+
+def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
+    """One combined result per engine path (facts and lines pooled over the projects)."""
+    out: dict[str, PathResult] = {}
+    for result in results:
+        total = out.setdefault(result.path, PathResult(result.path, "ALL", Score()))
+        total.score.merge(result.score)
+        total.seconds += result.seconds
+        total.runs += result.runs
+        total.sessions += result.sessions
+        total.entries += result.entries
+        total.errors += result.errors
+    return out
+
+
+def table(results: Sequence[PathResult]) -> str:
+    head = (f"{'path':<6} {'project':<12} {'recall':>6} {'prec':>5} {'wrong':>5} {'leaks':>5} "
+            f"{'>150':>4} {'lines':>5} {'entries':>7} {'runs':>4} {'seconds':>7} {'s/sess':>6}")
+    rows = [head, "-" * len(head)]
+    ordered = sorted(results, key=lambda r: (PATHS.index(r.path), r.project))
+    combined = totals(results)
+    for result in [*ordered, *(combined[p] for p in PATHS if p in combined)]:
+        s = result.score
+        per = f"{result.seconds / result.sessions:6.3f}" if result.sessions else "     -"
+        rows.append(
+            f"{result.path:<6} {result.project:<12} {_pct(s.recall):>6} {_pct(s.precision):>5} "
+            f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {s.lines:>5} "
+            f"{result.entries if result.path != 'notes' else '-':>7} {result.runs:>4} "
+            f"{result.seconds:7.2f} {per}")
+    return "\n".join(rows)
+
+
+def details(results: Sequence[PathResult]) -> str:
+    out = []
+    for result in results:
+        data = result.score.as_json()
+        out.append(f"\n== {result.path} / {result.project}")
+        if result.errors:
+            out.append("  errors: " + "; ".join(result.errors))
+        out.append("  missed: " + (", ".join(data["missed"]) or "-"))
+        for bad in data["bad_lines"]:
+            out.append(f"  {bad['label']:<5} {bad['by'] or '':<24} {bad['file']}: "
+                       f"{bad['text'][:160]}")
+    return "\n".join(out)
+
+
+def as_json(results: Sequence[PathResult]) -> dict[str, Any]:
+    combined = totals(results)
+    return {"results": [r.as_json() for r in results],
+            "totals": {p: combined[p].as_json() for p in PATHS if p in combined}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", action="append", choices=project_names())
+    parser.add_argument("--path", action="append", choices=PATHS)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--details", action="store_true")
+    parser.add_argument("--subprocess", action="store_true",
+                        help="run each command as `python -m reverie` (slower, same result)")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    args = parser.parse_args(argv)
+    results = run_all(args.project, paths=tuple(args.path or PATHS), subprocess=args.subprocess,
+                      keep=args.keep.resolve() if args.keep else None)
+    if args.json:
+        print(json.dumps(as_json(results), indent=2))
+        return 0
+    print(table(results))
+    if args.details:
+        print(details(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,356 @@
+"""The evaluation set: four multi-session projects, each session a scenario rendered into its
+agent's real format by ``eval_scenario``. What memory must hold (and must not) is labelled in
+``tests/fixtures/eval/<project>/labels.toml``; this file is only what happened.
+
+Regenerate the committed fixtures with ``.venv/bin/python tests/eval/generate.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eval_scenario import (
+    Bash,
+    Clear,
+    Continue,
+    Edit,
+    Notify,
+    Read,
+    Say,
+    Session,
+    Slip,
+    User,
+    Write,
+)
+
+#: planted secrets: a GitHub token, a database URL password, a Stripe key (never in memory)
+GITHUB_TOKEN = "ghp_R7kQ2mV9xL4pW8nT3bY6cF1hJ5sD0gA2zE7u"
+DB_PASSWORD = "Xk9pQ2vL7mNw4"
+STRIPE_KEY = "sk_live_51Hq8RfLk2Tn9XwPz4Yb7Cd3Vm"
+
+
+@dataclass
+class Project:
+    name: str
+    workspace: str  # the path the sessions were recorded in (rewritten on install)
+    summary: str
+    sessions: list[Session]
+
+
+# --- A: a pnpm / TypeScript web app ----------------------------------------------------------
+
+_TSCONFIG = """{
+  "compilerOptions": {
+    "target": "ES2022",
+    "module": "ESNext",
+    "moduleResolution": "bundler",
+    "jsx": "react-jsx",
+    "strict": true
+  },
+  "include": ["src"]
+}"""
+
+_VITE = """import { defineConfig } from 'vite';
+import react from '@vitejs/plugin-react';
+
+export default defineConfig({
+  plugins: [react()],
+});"""
+
+_VITEST_88 = "> vitest run\n\n Test Files  12 passed (12)\n      Tests  88 passed (88)"
+
+_DISCOUNT = """export function applyDiscount(priceCents: number, pct: number): number {
+  return priceCents * (1 - pct / 100);
+}"""
+
+
+def acme_web() -> Project:
+    ws = "/home/maya/src/acme-web"
+    a1 = Session("a1", "claude-code", "2026-11-02T09:05:00Z", branch="main", steps=[
+        Clear(),
+        User("The build is broken since I moved the API client into src/api. Can you get "
+             "`pnpm build` green again?\nNote: this repo uses pnpm — never npm or yarn; the "
+             "lockfile is pnpm-lock.yaml.", ide_file="src/api/client.ts"),
+        Say("I'll look at the project layout first."),
+        Bash("ls -la", "total 412\ndrwxr-xr-x  8 maya maya   4096 Nov  2 09:01 .\n"
+             "-rw-r--r--  1 maya maya    912 Nov  2 08:58 package.json\n"
+             "-rw-r--r--  1 maya maya 201334 Nov  2 08:58 pnpm-lock.yaml\n"
+             "drwxr-xr-x  6 maya maya   4096 Nov  2 09:01 src\n"
+             "-rw-r--r--  1 maya maya    214 Nov  2 08:58 tsconfig.json\n"
+             "-rw-r--r--  1 maya maya    171 Nov  2 08:58 vite.config.ts"),
+        Bash('find src -name "*.ts*" | head -20', "src/main.tsx\nsrc/api/client.ts\n"
+             "src/pages/Checkout.tsx\nsrc/cart/discount.ts\nsrc/cart/discount.test.ts\n"
+             "src/store/cart.ts\nsrc/components/CartIcon.tsx"),
+        Bash("npm install", "npm warn old lockfile\nadded 312 packages in 14s"),
+        User("No, don't use npm here — use pnpm. npm just created a package-lock.json we don't "
+             "want."),
+        Bash("rm package-lock.json && pnpm install",
+             "Lockfile is up to date, resolution step is skipped\nPackages: +311\n"
+             "Done in 2.4s"),
+        Bash("pnpm build", "> acme-web@0.4.0 build /home/maya/src/acme-web\n> tsc -b && vite build"
+             "\n\nsrc/pages/Checkout.tsx:3:27 - error TS2307: Cannot find module '@/api/client' "
+             "or its corresponding type declarations.\n\nFound 1 error.\n ELIFECYCLE  Command "
+             "failed with exit code 2.", code=2),
+        Read("tsconfig.json", _TSCONFIG),
+        Slip("Edit", {"file_path": f"{ws}/vite.config.ts", "old_string": "plugins: [react()],",
+                      "new_string": "plugins: [react()],\n  resolve: { alias: { '@': '/src' } },"},
+             "File has not been read yet. Read it first before writing to it."),
+        Read("vite.config.ts", _VITE),
+        Edit("tsconfig.json", '    "strict": true\n  },',
+             '    "strict": true,\n    "baseUrl": ".",\n    "paths": { "@/*": ["src/*"] }\n  },'),
+        Edit("vite.config.ts", "  plugins: [react()],",
+             "  plugins: [react()],\n  resolve: { alias: { '@': path.resolve(__dirname, 'src') }"
+             " },"),
+        Bash("pnpm build", "> acme-web@0.4.0 build /home/maya/src/acme-web\n> tsc -b && vite build"
+             "\n\nvite v5.4.2 building for production...\n✓ 142 modules transformed.\n"
+             "✓ built in 3.21s"),
+        Say("`pnpm build` passes again. The `@/` import alias was never declared: I added "
+            "`paths: {\"@/*\": [\"src/*\"]}` to tsconfig.json and the matching `resolve.alias` "
+            "in vite.config.ts."),
+        User("Great. Run the unit tests too, and check what's in .env.local while you're at it."),
+        Bash("pnpm test", "> acme-web@0.4.0 test\n> vitest run\n\n Test Files  12 passed (12)\n"
+             "      Tests  87 passed (87)\n   Duration  4.12s"),
+        Bash("cat .env.local", f"VITE_API_URL=http://localhost:8080\nGITHUB_TOKEN={GITHUB_TOKEN}"),
+        Say("All 87 tests pass (`pnpm test` runs vitest). .env.local holds the API URL and a "
+            "GitHub token."),
+    ])
+    a2 = Session("a2", "codex", "2026-11-04T14:20:00Z", branch="fix/discount", steps=[
+        User("fix the discount rounding bug in src/cart/discount.ts and make the tests pass"),
+        Bash('rg -n "applyDiscount" src', "src/cart/discount.ts:1:export function applyDiscount"
+             "\nsrc/cart/discount.test.ts:4:    expect(applyDiscount(1999, 50)).toBe(1000);\n"
+             "src/pages/Checkout.tsx:12:  const total = applyDiscount(subtotal, promo.pct);"),
+        Read("src/cart/discount.ts", _DISCOUNT),
+        Bash('pnpm vitest run src/cart/discount.test.ts -t "rounds to cents"',
+             " FAIL  src/cart/discount.test.ts > applyDiscount > rounds to cents\n"
+             "AssertionError: expected 999.5 to be 1000 // Object.is equality\n\n"
+             " Test Files  1 failed (1)\n      Tests  1 failed | 3 skipped (4)", code=1),
+        Edit("src/cart/discount.ts", "  return priceCents * (1 - pct / 100);",
+             "  return Math.round((priceCents * (100 - pct)) / 100);"),
+        Bash("pnpm test", _VITEST_88),
+        Say("Fixed: applyDiscount returned fractional cents; it now rounds to whole cents with "
+            "Math.round. The full suite passes (`pnpm test`, 88 tests)."),
+        User("From now on run `pnpm lint` before you tell me something is done — it runs eslint "
+             "and prettier --check."),
+        Bash("pnpm lint", "> eslint . && prettier --check .\n\n/home/maya/src/acme-web/src/cart/"
+             "discount.ts\n  2:50  error  Insert `;`  prettier/prettier\n\n✖ 1 problem", code=1),
+        Bash("pnpm exec prettier --write src/cart/discount.ts", "src/cart/discount.ts 41ms"),
+        Bash("pnpm lint", "> eslint . && prettier --check .\n\nChecking formatting...\n"
+             "All matched files use Prettier code style!"),
+        Say("Done: `pnpm lint` is clean too (prettier fixed a missing semicolon)."),
+    ])
+    a3 = Session("a3", "claude-code", "2026-11-06T10:00:00Z", branch="feat/basket", steps=[
+        User("Rename the `useCartStore` hook to `useBasket` everywhere — product calls it the "
+             "basket now."),
+        Bash("grep -rl useCartStore src", "src/store/cart.ts\nsrc/pages/Checkout.tsx\n"
+             "src/components/CartIcon.tsx"),
+        Read("src/store/cart.ts", "import { create } from 'zustand';\n\nexport const useCartStore "
+             "= create<CartState>()((set) => ({ items: [] }));"),
+        Edit("src/store/cart.ts", "export const useCartStore", "export const useBasket"),
+        Read("src/pages/Checkout.tsx", "import { useCartStore } from '@/store/cart';"),
+        Edit("src/pages/Checkout.tsx", "import { useCartStore } from '@/store/cart';",
+             "import { useBasket } from '@/store/basket';"),
+        Read("src/components/CartIcon.tsx", "import { useCartStore } from '@/store/cart';"),
+        Edit("src/components/CartIcon.tsx", "import { useCartStore } from '@/store/cart';",
+             "import { useBasket } from '@/store/basket';"),
+        Bash("git mv src/store/cart.ts src/store/basket.ts"),
+        Bash("pnpm test", _VITEST_88),
+        User("For data fetching let's use SWR — we decided against TanStack Query for now. "
+             "Add it."),
+        Bash("pnpm add swr", "Packages: +1\ndependencies:\n+ swr 2.2.5\nDone in 1.9s"),
+        Write("src/api/useProducts.ts", "import useSWR from 'swr';\nimport { fetcher } from "
+              "'@/api/client';\n\nexport const useProducts = () => useSWR('/products', fetcher);"),
+        Bash("pnpm dev", background=True),
+        Notify("b7f3c21", 'Background command "pnpm dev" completed (exit code 0)',
+               "/tmp/claude-1000/-home-maya-src-acme-web/tasks/b7f3c21.output"),
+        Bash("tail -5 /tmp/claude-1000/-home-maya-src-acme-web/tasks/b7f3c21.output",
+             "  VITE v5.4.2  ready in 412 ms\n\n  ➜  Local:   http://localhost:5173/"),
+        Say("The dev server came up on http://localhost:5173/ with the SWR hook in place."),
+        User("commit and push it"),
+        Bash("git commit -am 'Rename useCartStore to useBasket; fetch products with SWR'",
+             "[feat/basket 3f9a1c2] Rename useCartStore to useBasket; fetch products with SWR\n"
+             " 5 files changed, 14 insertions(+), 6 deletions(-)"),
+        Bash("git push", "fatal: The current branch feat/basket has no upstream branch.\nTo push "
+             "the current branch and set the remote as upstream, use\n\n    git push "
+             "--set-upstream origin feat/basket", code=128),
+        Bash("git push --set-upstream origin feat/basket",
+             "To github.com:acme/acme-web.git\n * [new branch]      feat/basket -> feat/basket\n"
+             "branch 'feat/basket' set up to track 'origin/feat/basket'."),
+        Say("Committed and pushed feat/basket (the branch had no upstream yet, so I pushed with "
+            "--set-upstream)."),
+    ])
+    a4 = Session("a4", "gemini-cli", "2026-11-09T16:30:00Z", steps=[
+        User("Important: the dev server must run on port 5173 via `pnpm dev` — the OAuth "
+             "callback is registered for http://localhost:5173. Today it came up on 5174, why?"),
+        Bash("lsof -i :5173", "COMMAND   PID USER   FD   TYPE DEVICE SIZE/OFF NODE NAME\n"
+             "node    48122 maya   23u  IPv4 391822      0t0  TCP localhost:5173 (LISTEN)"),
+        Say("A stale dev server (pid 48122) still holds 5173, so Vite silently moved to 5174."),
+        Bash("kill 48122"),
+        Read("vite.config.ts", _VITE),
+        Edit("vite.config.ts", "  plugins: [react()],",
+             "  plugins: [react()],\n  server: { port: 5173, strictPort: true },"),
+        Continue(),
+        Bash("timeout 5 pnpm dev", "  VITE v5.4.2  ready in 398 ms\n\n"
+             "  ➜  Local:   http://localhost:5173/"),
+        Say("Fixed: vite.config.ts now sets `server.port: 5173` with `strictPort: true`, so "
+            "`pnpm dev` fails loudly instead of drifting to 5174 when the port is taken."),
+        User("also: never commit .env.local, it has tokens in it. Add it to .gitignore."),
+        Read(".gitignore", "node_modules\ndist"),
+        Edit(".gitignore", "node_modules\ndist", "node_modules\ndist\n.env.local"),
+        Say("Added .env.local to .gitignore."),
+    ])
+    a5 = Session("a5", "claude-code", "2026-11-12T11:15:00Z", branch="feat/basket", steps=[
+        User("Change of plan: drop SWR, we move to TanStack Query — the basket needs mutations "
+             "with cache invalidation. Replace the SWR hook."),
+        Bash("pnpm remove swr && pnpm add @tanstack/react-query",
+             "Packages: -1 +1\ndependencies:\n- swr 2.2.5\n+ @tanstack/react-query 5.59.0"),
+        Read("src/api/useProducts.ts", "import useSWR from 'swr';\nimport { fetcher } from "
+             "'@/api/client';\n\nexport const useProducts = () => useSWR('/products', fetcher);"),
+        Edit("src/api/useProducts.ts", "import useSWR from 'swr';",
+             "import { useQuery } from '@tanstack/react-query';"),
+        Edit("src/api/useProducts.ts", "useSWR('/products', fetcher)",
+             "useQuery({ queryKey: ['products'], queryFn: () => fetcher('/products') })"),
+        Read("src/main.tsx", "root.render(<App />);"),
+        Edit("src/main.tsx", "root.render(<App />);",
+             "root.render(<QueryClientProvider client={queryClient}><App />"
+             "</QueryClientProvider>);"),
+        Bash("pnpm test", _VITEST_88),
+        Bash("pnpm lint", "> eslint . && prettier --check .\n\nAll matched files use Prettier "
+             "code style!"),
+        Bash("pnpm build", "vite v5.4.2 building for production...\n✓ 151 modules transformed.\n"
+             "✓ built in 3.40s"),
+        Say("Done: SWR is gone; data fetching now uses TanStack Query (@tanstack/react-query) "
+            "with a QueryClientProvider in src/main.tsx. Tests, lint and build pass."),
+    ])
+    return Project("acme-web", ws, "pnpm + TypeScript + Vite web shop front end",
+                   [a1, a2, a3, a4, a5])
+
+
+# --- B: a Python service with a database and migrations ---------------------------------------
+
+_MIGRATION_4 = """def upgrade() -> None:
+    op.add_column('invoices', sa.Column('currency', sa.String(length=3), nullable=False))"""
+
+
+def ledger_api() -> Project:
+    ws = "/home/maya/src/ledger-api"
+    b1 = Session("b1", "codex", "2026-11-03T08:40:00Z", steps=[
+        User("Note: this repo uses uv for everything — run tools through `uv run` (e.g. `uv run "
+             "pytest`), never pip install into the system Python. The test suite doesn't even "
+             "start right now, please have a look."),
+        Bash("ls", "alembic.ini\ndocker-compose.yml\nmigrations\npyproject.toml\nsrc\ntests\n"
+             "uv.lock"),
+        Bash("uv run pytest -q", "ImportError while loading conftest '/home/maya/src/ledger-api/"
+             "tests/conftest.py'.\ntests/conftest.py:4: in <module>\n    import psycopg\n"
+             "E   ModuleNotFoundError: No module named 'psycopg'", code=4),
+        Bash("uv add 'psycopg[binary]'", "Resolved 41 packages in 312ms\nInstalled 2 packages in "
+             "48ms\n + psycopg==3.2.3\n + psycopg-binary==3.2.3"),
+        Bash("uv run pytest -q", "E   psycopg.OperationalError: connection failed: connection to "
+             "server at \"127.0.0.1\", port 5432 failed: Connection refused\n"
+             "ERROR tests/test_invoices.py - psycopg.OperationalError\n1 error in 0.81s", code=1),
+        Bash("docker compose up -d db", "[+] Running 1/1\n ✔ Container ledger-api-db-1  Started"),
+        Bash("uv run pytest -q", "....................................................   [100%]\n"
+             "52 passed in 4.31s"),
+        Say("The suite passes now (52 tests). Two things were missing: the psycopg driver (added "
+            "with `uv add 'psycopg[binary]'`), and the Postgres container the tests connect to "
+            "(`docker compose up -d db`, port 5432)."),
+    ])
+    b2 = Session("b2", "claude-code", "2026-11-05T13:10:00Z", steps=[
+        User("Add a `currency` column (ISO code, 3 letters) to invoices. Always create migrations "
+             "with `uv run alembic revision --autogenerate -m \"...\"` and apply them with `uv "
+             "run alembic upgrade head`."),
+        Read("src/ledger/models.py", "class Invoice(Base):\n    __tablename__ = 'invoices'\n"
+             "    id: Mapped[int] = mapped_column(primary_key=True)\n"
+             "    total_cents: Mapped[int]"),
+        Edit("src/ledger/models.py", "    total_cents: Mapped[int]",
+             "    total_cents: Mapped[int]\n    currency: Mapped[str] = mapped_column(String(3))"),
+        Slip("Task", {"description": "Find the latest migration"},
+             "InputValidationError: Task failed due to the following issue:\nThe required "
+             "parameter `prompt` is missing",
+             structured="InputValidationError: [\n  {\n    \"code\": \"invalid_type\",\n    "
+                        "\"expected\": \"string\",\n    \"received\": \"undefined\",\n    "
+                        "\"path\": [\"prompt\"],\n    \"message\": \"Required\"\n  }\n]"),
+        Read("migrations/versions/0003_add_invoices.py", "def upgrade() -> None:\n"
+             "    op.create_table('invoices', sa.Column('id', sa.Integer(), primary_key=True))"),
+        Edit("migrations/versions/0003_add_invoices.py",
+             "sa.Column('id', sa.Integer(), primary_key=True))",
+             "sa.Column('id', sa.Integer(), primary_key=True),\n"
+             "        sa.Column('currency', sa.String(3)))"),
+        User("No — don't touch 0003, it's already applied on staging. Never edit a migration "
+             "that has been applied; add a new one instead."),
+        Edit("migrations/versions/0003_add_invoices.py",
+             "sa.Column('id', sa.Integer(), primary_key=True),\n"
+             "        sa.Column('currency', sa.String(3)))",
+             "sa.Column('id', sa.Integer(), primary_key=True))"),
+        Bash('uv run alembic revision --autogenerate -m "add invoice currency"',
+             "Generating /home/maya/src/ledger-api/migrations/versions/"
+             "0004_add_invoice_currency.py ...  done"),
+        Bash("uv run alembic upgrade head", "INFO  [alembic.runtime.migration] Running upgrade "
+             "0003 -> 0004, add invoice currency\nsqlalchemy.exc.IntegrityError: "
+             "(psycopg.errors.NotNullViolation) column \"currency\" of relation \"invoices\" "
+             "contains null values", code=1),
+        Read("migrations/versions/0004_add_invoice_currency.py", _MIGRATION_4),
+        Edit("migrations/versions/0004_add_invoice_currency.py",
+             "sa.String(length=3), nullable=False)",
+             "sa.String(length=3), nullable=False, server_default='EUR')"),
+        Bash("uv run alembic upgrade head", "INFO  [alembic.runtime.migration] Running upgrade "
+             "0003 -> 0004, add invoice currency"),
+        Bash("uv run pytest -q", "53 passed in 4.52s"),
+        User(f"The staging DATABASE_URL is postgresql://ledger:{DB_PASSWORD}@db.staging.internal"
+             ":5432/ledger if you need to look at the schema — read-only, don't migrate it."),
+        Say("Understood, I won't run anything against staging. The currency column is in: "
+            "migration 0004 adds it NOT NULL with server_default 'EUR' so existing invoices get "
+            "a value; `uv run alembic upgrade head` and the tests (53) pass."),
+    ])
+    b3 = Session("b3", "aider", "2026-11-07T15:00:00Z", steps=[
+        Read("src/ledger/totals.py", ""),
+        User("rename invoice_total() to compute_invoice_total() and update the callers"),
+        Say("I'll rename the function in src/ledger/totals.py and update its caller in "
+            "src/ledger/api/routes.py."),
+        Edit("src/ledger/totals.py", "def invoice_total(invoice):",
+             "def compute_invoice_total(invoice):"),
+        Edit("src/ledger/api/routes.py", "    return {'total': invoice_total(inv)}",
+             "    return {'total': compute_invoice_total(inv)}"),
+        Bash("uv run pytest -q", "53 passed in 4.40s"),
+        User("we never use print() for logging in this service — use the structlog logger. fix "
+             "the print in totals.py"),
+        Edit("src/ledger/totals.py", "    print('total', total)",
+             "    log.debug('invoice total computed', total=total)"),
+        Bash("uv run ruff check .", "src/ledger/totals.py:3:8: F401 [*] `sys` imported but "
+             "unused\nFound 1 error.\n[*] 1 fixable with the `--fix` option.", code=1),
+        Edit("src/ledger/totals.py", "import sys\nimport structlog", "import structlog"),
+        Bash("uv run ruff check .", "All checks passed!"),
+    ])
+    b4 = Session("b4", "gemini-cli", "2026-11-10T09:30:00Z", steps=[
+        User("We need background jobs for the invoice emails. Decision: Celery with Redis as the "
+             "broker (redis://localhost:6379/0). Please set up the worker."),
+        Bash("uv add celery redis", "Resolved 52 packages in 401ms\n + celery==5.4.0\n"
+             " + redis==5.2.0"),
+        Write("src/ledger/tasks.py", "from celery import Celery\n\napp = Celery('ledger', broker="
+              "'redis://localhost:6379/0')\n\n@app.task\ndef send_invoice_email(invoice_id: int)"
+              " -> None:\n    ..."),
+        Bash("uv run celery -A ledger.worker worker -l info", "Usage: celery [OPTIONS] COMMAND "
+             "[ARGS]...\nError: Invalid value for '-A' / '--app':\nUnable to load celery "
+             "application.\nThe module ledger.worker was not found.", code=2),
+        Continue(),
+        Bash("uv run celery -A ledger.tasks worker -l info --without-heartbeat -P solo",
+             "[2026-11-10 09:41:02,114: INFO/MainProcess] Connected to redis://localhost:6379/0\n"
+             "[2026-11-10 09:41:02,130: INFO/MainProcess] celery@dev ready."),
+        Say("The worker runs: the Celery app lives in src/ledger/tasks.py, so start it with "
+            "`uv run celery -A ledger.tasks worker -l info` (Redis must be up on 6379)."),
+    ])
+    b5 = Session("b5", "codex", "2026-11-13T17:45:00Z", steps=[
+        User("hi! what's in this folder?"),
+        Bash("ls", "alembic.ini\ndocker-compose.yml\nmigrations\npyproject.toml\nsrc\ntests\n"
+             "uv.lock"),
+        Say("This is the ledger-api service: a Python package under src/, Alembic migrations, "
+            "tests, and a docker-compose file for Postgres."),
+        User("ok thanks, that's all for now"),
+        Say("You're welcome!"),
+    ])
+    return Project("ledger-api", ws, "Python (uv) service with Postgres and Alembic migrations",
+                   [b1, b2, b3, b4, b5])
+
+
+def all_projects() -> list[Project]:
+    return [acme_web(), ledger_api()]
+
