@@ -2,10 +2,10 @@
 
 Parsing a large append, rescanning a long conversation or rendering it for the notes writer can
 keep a core busy for hundreds of milliseconds. In the language server that work shares the
-machine (and the GIL) with the event loop answering the editor; on Linux each thread has its own
-scheduling priority, so such work runs in threads niced to ``BACKGROUND_NICE``: the event loop
-thread wins the CPU whenever it has something to do, and the work still runs at full speed on an
-otherwise idle machine.
+machine (and the GIL) with the event loop answering the editor; such work runs in threads of
+background priority (``reverie.priority``: niced on Linux, utility QoS on macOS, background mode
+on Windows): the event loop thread wins the CPU whenever it has something to do, and the work still
+runs at full speed on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -13,31 +13,16 @@ from __future__ import annotations
 import _thread
 import asyncio
 import logging
-import os
-import sys
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from reverie.priority import BACKGROUND_NICE, lower_thread_priority
+
+__all__ = ["BACKGROUND_NICE", "lower_thread_priority", "run_in_background"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: ``nice`` value of background threads (0 = normal, 19 = lowest); never raises a priority
-BACKGROUND_NICE = 10
-
-
-def lower_thread_priority() -> None:
-    """Lower the calling thread's CPU priority (Linux only: it schedules threads separately;
-    elsewhere the same call would renice the whole process, so it does nothing)."""
-    if sys.platform != "linux":
-        return
-    tid = threading.get_native_id()
-    try:
-        if os.getpriority(os.PRIO_PROCESS, tid) < BACKGROUND_NICE:
-            os.setpriority(os.PRIO_PROCESS, tid, BACKGROUND_NICE)
-    except OSError as exc:
-        logger.debug("cannot lower a worker thread's priority: %s", exc)
 
 
 async def run_in_background(func: Callable[..., T], /, *args: Any) -> T:

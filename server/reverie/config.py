@@ -138,9 +138,55 @@ def project_key(workspace: Path) -> str:
     return f"{name[:40]}-{digest}"
 
 
+#: Claude Code keeps at most this many characters of the folded path, then adds a hash
+CLAUDE_SLUG_LIMIT = 200
+
+
 def claude_project_slug(path: str) -> str:
-    """Claude Code's directory name for a cwd (every non-alphanumeric character becomes ``-``)."""
-    return re.sub(r"[^A-Za-z0-9]", "-", path)
+    """Claude Code's directory name for a cwd: every character but ASCII letters and digits
+    becomes ``-`` (``C:\\Users\\me\\proj`` -> ``C--Users-me-proj``); past 200 characters
+    the first 200 plus ``-`` and a base-36 hash of the path (the Node build's 32-bit string
+    hash; builds that hash differently are found by ``claude_project_dir``)."""
+    folded = re.sub(r"[^A-Za-z0-9]", "-", path)
+    if len(folded) <= CLAUDE_SLUG_LIMIT:
+        return folded
+    value = 0
+    for unit in _utf16_units(path):
+        value = (value * 31 + unit) & 0xFFFFFFFF
+    if value >= 0x80000000:
+        value -= 0x100000000
+    return f"{folded[:CLAUDE_SLUG_LIMIT]}-{_base36(abs(value))}"
+
+
+def claude_project_dir(projects: Path, workspace: str) -> Path:
+    """The folder under Claude Code's ``projects`` for ``workspace``: the computed slug, or for
+    a long path an existing folder with the same 200-character prefix (the hash suffix has
+    changed between Claude Code builds)."""
+    slug = claude_project_slug(workspace)
+    candidate = projects / slug
+    if len(slug) <= CLAUDE_SLUG_LIMIT or candidate.is_dir():
+        return candidate
+    prefix = slug[: CLAUDE_SLUG_LIMIT + 1]
+    try:
+        matches = sorted(p for p in projects.iterdir() if p.name.startswith(prefix) and p.is_dir())
+    except OSError:
+        matches = []
+    return matches[0] if len(matches) == 1 else candidate
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _base36(value: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, rest = divmod(value, 36)
+        out = digits[rest] + out
+        if value == 0:
+            return out
 
 
 class ProjectPaths:
@@ -180,8 +226,10 @@ class ProjectPaths:
         if s.memory_dir is not None and s.memory_dir_preset in ("custom", "reverie"):
             return s.memory_dir.expanduser()
         if s.memory_dir_preset == "claude-code":
-            slug = claude_project_slug(str(self.workspace))
-            return s.agent_home / ".claude" / "projects" / slug / "memory"
+            from reverie.transcripts.agent_roots import AgentRoots
+
+            projects = AgentRoots.for_home(s.agent_home).claude_projects
+            return claude_project_dir(projects, str(self.workspace)) / "memory"
         return self.root / "memory"
 
 

@@ -22,17 +22,19 @@ import logging
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import Path
 
 import orjson
 from pydantic import BaseModel
 
 from reverie.transcripts import aider
+from reverie.transcripts.agent_roots import AgentRoots
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.claude import UUID_PATTERN as _UUID
 from reverie.transcripts.generic import read_sidecar, sidecar_project
 from reverie.transcripts.lines import LineSplitter
 from reverie.transcripts.model import AgentName
+from reverie.transcripts.pathstyle import PathStyle
 
 logger = logging.getLogger(__name__)
 
@@ -64,16 +66,11 @@ def _mtime(path: Path) -> datetime | None:
         return None
 
 
-def is_inside(child: str | None, workspace: Path) -> bool:
-    """True when ``child`` is ``workspace`` or a path inside it (compared as resolved paths)."""
-    if not child:
-        return False
-    try:
-        candidate = PurePath(os.path.normpath(child))
-        root = PurePath(os.path.normpath(str(workspace)))
-    except (TypeError, ValueError):
-        return False
-    return candidate == root or root in candidate.parents
+def is_inside(child: str | None, workspace: Path, style: PathStyle | None = None) -> bool:
+    """True when ``child`` is ``workspace`` or a path inside it, by the rules of the OS we run
+    on (``style``): case and separators on Windows, case on macOS; a path in another OS's
+    syntax is never inside."""
+    return (style or PathStyle.host()).is_inside(child, workspace)
 
 
 def _workspace_variants(workspace: Path) -> list[Path]:
@@ -89,7 +86,8 @@ def _workspace_variants(workspace: Path) -> list[Path]:
 
 
 def _belongs(cwd: str | None, workspace: Path) -> bool:
-    return any(is_inside(cwd, w) for w in _workspace_variants(workspace))
+    style = PathStyle.host()
+    return any(style.is_inside(cwd, w) for w in _workspace_variants(workspace))
 
 
 def _head_records(path: Path) -> Iterator[dict[str, object]]:
@@ -192,13 +190,19 @@ def codex_ref(path: Path) -> SessionRef | None:
 
 # -- Gemini CLI ------------------------------------------------------------------------------
 
-def gemini_project_ids(workspace: Path, agent_home: Path) -> set[str]:
-    """Names Gemini CLI may have given this workspace's directory under ``.gemini/tmp``."""
+def gemini_project_ids(
+    workspace: Path, agent_home: Path, style: PathStyle | None = None
+) -> set[str]:
+    """Names Gemini CLI may have given this workspace's directory under ``.gemini/tmp``: the
+    sha256 of each way the path may be spelled (on Windows both drive-letter cases), or the id
+    its ``projects.json`` registry gives it."""
+    style = style or PathStyle.host()
     ids: set[str] = set()
-    paths = {str(w) for w in _workspace_variants(workspace)}
+    paths = {spelling for w in _workspace_variants(workspace)
+             for spelling in style.spellings(str(w))}
     for p in paths:
         ids.add(hashlib.sha256(p.encode("utf-8", "surrogatepass")).hexdigest())
-    registry = agent_home / ".gemini" / "projects.json"
+    registry = AgentRoots.for_home(agent_home).gemini_dir / "projects.json"
     try:
         data = orjson.loads(registry.read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -206,16 +210,17 @@ def gemini_project_ids(workspace: Path, agent_home: Path) -> set[str]:
     entries = data.get("projects", data) if isinstance(data, dict) else data
     if isinstance(entries, dict):
         for key, value in entries.items():
-            if key in paths and isinstance(value, str):
+            if isinstance(value, str) and any(style.same(key, p) for p in paths):
                 ids.add(value)
-            if value in paths and isinstance(key, str):
+            if isinstance(value, str) and any(style.same(value, p) for p in paths):
                 ids.add(key)
     elif isinstance(entries, list):
         for item in entries:
             if isinstance(item, dict):
                 where = item.get("path") or item.get("root") or item.get("projectRoot")
                 ident = item.get("id") or item.get("projectId")
-                if where in paths and isinstance(ident, str):
+                if (isinstance(ident, str) and isinstance(where, str)
+                        and any(style.same(where, p) for p in paths)):
                     ids.add(ident)
     return ids
 
@@ -345,7 +350,7 @@ def generic_ref(path: Path) -> SessionRef | None:
 
 
 def generic_sessions_dir(agent_home: Path) -> Path:
-    return agent_home / ".reverie" / "sessions"
+    return AgentRoots.for_home(agent_home).generic_sessions
 
 
 # -- entry points ----------------------------------------------------------------------------
@@ -353,8 +358,9 @@ def generic_sessions_dir(agent_home: Path) -> Path:
 def session_ref(path: Path, workspace: Path, agent_home: Path) -> SessionRef | None:
     """The ref of one transcript file when it belongs to ``workspace`` (used by the watcher)."""
     home = agent_home
+    roots = AgentRoots.for_home(home)
     try:
-        rel_claude = path.relative_to(home / ".claude" / "projects")
+        rel_claude = path.relative_to(roots.claude_projects)
     except ValueError:
         rel_claude = None
     if rel_claude is not None:
@@ -362,18 +368,18 @@ def session_ref(path: Path, workspace: Path, agent_home: Path) -> SessionRef | N
             return None
         ref = claude_ref(path)
         return ref if ref is not None and _belongs(ref.cwd, workspace) else None
-    if _under(path, home / ".codex" / "sessions"):
+    if _under(path, roots.codex_sessions):
         ref = codex_ref(path) if path.name.startswith("rollout-") else None
         return ref if ref is not None and _belongs(ref.cwd, workspace) else None
-    if _under(path, home / ".gemini" / "tmp"):
-        parts = path.relative_to(home / ".gemini" / "tmp").parts
+    if _under(path, roots.gemini_tmp):
+        parts = path.relative_to(roots.gemini_tmp).parts
         if len(parts) < 3 or parts[1] != "chats":
             return None
-        project_dir = home / ".gemini" / "tmp" / parts[0]
+        project_dir = roots.gemini_tmp / parts[0]
         if not _gemini_dir_matches(project_dir, gemini_project_ids(workspace, home), workspace):
             return None
         return gemini_ref(path, workspace)
-    if _under(path, generic_sessions_dir(home)):
+    if _under(path, roots.generic_sessions):
         if path.suffix not in (".jsonl", ".messages"):
             return None
         ref = generic_ref(path)
@@ -400,18 +406,19 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[S
         agent_home = Settings().agent_home
     workspace = Path(workspace)
     home = Path(agent_home).expanduser()
+    roots = AgentRoots.for_home(home)
     refs: list[SessionRef] = []
-    for path in _claude_files(home / ".claude" / "projects"):
+    for path in _claude_files(roots.claude_projects):
         ref = claude_ref(path)
         if ref is not None and _belongs(ref.cwd, workspace):
             refs.append(ref)
-    codex_root = home / ".codex" / "sessions"
+    codex_root = roots.codex_sessions
     if codex_root.is_dir():
         for path in codex_root.rglob("rollout-*.jsonl"):
             ref = codex_ref(path)
             if ref is not None and _belongs(ref.cwd, workspace):
                 refs.append(ref)
-    gemini_root = home / ".gemini" / "tmp"
+    gemini_root = roots.gemini_tmp
     if gemini_root.is_dir():
         ids = gemini_project_ids(workspace, home)
         for project_dir in (d for d in gemini_root.iterdir() if d.is_dir()):
@@ -423,7 +430,7 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[S
                     refs.append(ref)
     for history in aider_history_files(workspace):
         refs.extend(aider_refs(history))
-    generic_root = generic_sessions_dir(home)
+    generic_root = roots.generic_sessions
     if generic_root.is_dir():
         for path in sorted(generic_root.iterdir()):
             if path.suffix in (".jsonl", ".messages") and path.is_file():

@@ -38,7 +38,8 @@ from typing import Any, Protocol
 import watchfiles
 
 from reverie.background import lower_thread_priority
-from reverie.transcripts.discovery import aider_history_files, generic_sessions_dir
+from reverie.transcripts.agent_roots import AgentRoots
+from reverie.transcripts.discovery import aider_history_files
 from reverie.transcripts.reading import SessionAppended, SessionReader
 from reverie.transcripts.tail import TailState, TranscriptTail
 from reverie.transcripts.worker import ParseWorker, UnknownReader, WorkerDied
@@ -101,9 +102,7 @@ class SessionWatcher:
         return self._reading.states()
 
     def agent_roots(self) -> list[Path]:
-        home = self.agent_home
-        return [home / ".claude" / "projects", home / ".codex" / "sessions",
-                home / ".gemini" / "tmp", generic_sessions_dir(home)]
+        return AgentRoots.for_home(self.agent_home).watched()
 
     def __aiter__(self) -> AsyncIterator[SessionAppended]:
         return self._run()

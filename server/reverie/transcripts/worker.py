@@ -31,7 +31,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from reverie.background import BACKGROUND_NICE
+from reverie.priority import lower_process_priority
 
 if TYPE_CHECKING:
     from reverie.transcripts.reading import ReadResult, SessionReader
@@ -258,18 +258,7 @@ def _init_worker_process() -> None:
     sys.stdout.flush()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except OSError as exc:
-            logger.debug("cannot make the worker process SCHED_IDLE: %s", exc)
-    if hasattr(os, "nice"):
-        try:
-            current = os.nice(0)
-            if current < BACKGROUND_NICE:
-                os.nice(BACKGROUND_NICE - current)
-        except OSError as exc:
-            logger.debug("cannot lower the worker process's priority: %s", exc)
+    lower_process_priority()
     # a server that is killed (or crashes) cannot stop its pool: without this the worker would
     # wait on its call queue for ever, since it holds both ends of that pipe itself
     parent = multiprocessing.parent_process()
