@@ -1,7 +1,8 @@
 """The offline notes writer: deterministic notes built from the conversation itself, no model.
 
-It rebuilds its own lines from the whole (redacted) conversation on every run and merges them
-into the current notes file:
+``build_notes`` streams the messages once through ``reverie.analysis.SessionAnalyser`` (compact
+per-call facts, nothing of a message kept), renders each section from the resulting
+``SessionAnalysis`` and merges the lines into the current notes file:
 
 - lines it generated last time (remembered in the state file) are replaced by the new ones;
 - every other line in a section (text a person added by hand) is kept, above the generated lines;
@@ -9,34 +10,37 @@ into the current notes file:
 - sections that are not in the template, and text above the first header, are kept as they are;
 - a missing header or a changed italic description is restored from the template (the changed
   description is kept as an ordinary line, so nothing typed is lost).
+
+What the notes claim follows the analysis: a check is "still failing" only when nothing later in
+the session passed the same or a broader check; a fix is the change before the first passing run;
+Current State is the end of the session; the title is the first real request.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from reverie.session_memory.conversation import (
-    CallOutcome,
-    error_summary,
-    first_line,
-    is_correction,
-    pair_calls,
-    shorten,
-    user_request_text,
+from reverie.analysis import (
+    CommandCategory,
+    ErrorFix,
+    FileActivity,
+    SessionAnalyser,
+    SessionAnalysis,
+    StatementKind,
 )
-from reverie.session_memory.cursor import last_assistant_turn, last_turn_has_tool_calls
+from reverie.analysis.outcomes import shorten
+from reverie.analysis.statements import plain_statement
+from reverie.redact import redact
 from reverie.session_memory.template import (
     NotesSection,
     NotesTemplate,
     ParsedNotes,
     parse_notes,
 )
-from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
+from reverie.transcripts.model import Message, Session
 
 #: Rough character budgets per generated section (the whole stays well under 12,000 tokens).
 SECTION_CHARS: dict[str, int] = {
@@ -52,43 +56,17 @@ SECTION_CHARS: dict[str, int] = {
     "Worklog": 6_000,
 }
 
-_DEFINITION = re.compile(
-    r"^\s*(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn|defp?|defmodule|interface|"
-    r"struct|enum|trait|impl|type|const)\s+([A-Za-z_][\w.!?]*)",
-    re.MULTILINE,
-)
 _FENCE_LINE = re.compile(r"^\s*(```|~~~)")
-_EDIT_TEXT_KEYS = ("new_string", "content", "new_str", "file_text", "patch", "input")
-#: Tools that poll a running command (Codex's PTY): their results repeat the command's own.
-_POLL_TOOLS = frozenset({"write_stdin"})
-_SEARCH_COMMANDS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "ack"})
-_SHELL_NAMES = frozenset({"bash", "shell", "exec_command", "run_shell_command", "local_shell"})
-
-
-@dataclass(slots=True)
-class _FileStats:
-    path: str
-    first_seen: int
-    reads: int = 0
-    edits: int = 0
-    created: bool = False
-    symbols: list[str] = field(default_factory=list)
-
-
-class _Paths:
-    """Shows paths relative to the workspace (or the session's cwd) when they are inside it."""
-
-    def __init__(self, roots: Sequence[str]) -> None:
-        self.roots = [r.rstrip("/") for r in roots if r]
-
-    def show(self, raw: str) -> str:
-        path = raw.strip()
-        for root in self.roots:
-            if path == root:
-                return "."
-            if path.startswith(root + "/"):
-                return path[len(root) + 1 :]
-        return path
+_CATEGORY_ORDER = (
+    CommandCategory.INSTALL, CommandCategory.BUILD, CommandCategory.RUN, CommandCategory.TEST,
+    CommandCategory.LINT, CommandCategory.FORMAT, CommandCategory.TYPECHECK,
+    CommandCategory.MIGRATE, CommandCategory.DEPLOY,
+)
+_RULE_LABELS = {
+    StatementKind.RULE: "Rule", StatementKind.PREFERENCE: "Preference",
+    StatementKind.NOTE: "Note", StatementKind.CORRECTION: "Correction (standing)",
+}
+FINAL_ANSWER_CHARS = 2_500
 
 
 def _budget(lines: list[str], chars: int, keep: str = "head") -> list[str]:
@@ -118,67 +96,19 @@ def _sanitise(lines: list[str]) -> list[str]:
     return out
 
 
-def _command_of(call: ToolCall) -> str | None:
-    if call.command and call.command.strip():
-        return call.command.strip()
-    if call.name.lower() in _SHELL_NAMES:
-        for key in ("command", "cmd"):
-            value = call.input.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-            if isinstance(value, list) and value:
-                return " ".join(str(v) for v in value)
-    return None
+def _code(text: str, limit: int = 160) -> str:
+    return "`" + shorten(text, limit).replace("`", "'") + "`"
 
 
-def _really_failed(outcome: CallOutcome) -> bool:
-    """A failure worth reporting: not a PTY poll, not a search that merely found nothing."""
-    if not outcome.failed or outcome.call.name in _POLL_TOOLS:
-        return False
-    command = _command_of(outcome.call)
-    result = outcome.result
-    if command and result is not None and not result.output.strip():
-        words = command.split()
-        if words and words[0] in _SEARCH_COMMANDS:
-            return False  # exit status 1 with no output: no matches
-    return True
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
-def _command_key(command: str) -> str:
-    return " ".join(command.split())
+class NotesRenderer:
+    """The generated lines of every section, from one session's analysis."""
 
-
-def _edited_symbols(call: ToolCall) -> list[str]:
-    names: list[str] = []
-    for key in _EDIT_TEXT_KEYS:
-        value = call.input.get(key)
-        if isinstance(value, str):
-            names.extend(m.group(1) for m in _DEFINITION.finditer(value))
-    edits = call.input.get("edits")
-    if isinstance(edits, list):
-        for edit in edits:
-            if isinstance(edit, dict) and isinstance(edit.get("new_string"), str):
-                names.extend(m.group(1) for m in _DEFINITION.finditer(edit["new_string"]))
-    return names
-
-
-class OfflineNotesBuilder:
-    """Builds the generated lines of every section from one conversation."""
-
-    def __init__(self, messages: Sequence[Message], session: Session, workspace: Path) -> None:
-        self.messages = list(messages)
-        self.session = session
-        roots = [str(workspace)]
-        if session.cwd:
-            roots.insert(0, session.cwd)
-        self.paths = _Paths(roots)
-        self.calls = pair_calls(self.messages)
-        self.requests: list[tuple[int, str]] = [
-            (i, text) for i, m in enumerate(self.messages)
-            if (text := user_request_text(m)) is not None
-        ]
-
-    # -- sections --------------------------------------------------------------------------
+    def __init__(self, analysis: SessionAnalysis) -> None:
+        self.analysis = analysis
 
     def build(self) -> dict[str, list[str]]:
         sections = {
@@ -202,148 +132,131 @@ class OfflineNotesBuilder:
         }
 
     def title(self) -> list[str]:
-        if self.session.title and self.session.title_source == "summary":
-            return [shorten(self.session.title, 100)]
-        if not self.requests:
-            return []
-        words = first_line(self.requests[0][1], 400).split()
-        title = " ".join(words[:12])
-        return [shorten(title, 100)] if title else []
+        return [shorten(self.analysis.title, 100)] if self.analysis.title else []
 
     def current_state(self) -> list[str]:
+        end = self.analysis.end
         lines: list[str] = []
-        if self.requests:
-            lines.append(f"- Latest request: {shorten(self.requests[-1][1], 300)}")
-        last_text = next(
-            (m.text for m in reversed(self.messages)
-             if m.role == "assistant" and not m.is_sidechain and m.text.strip()),
-            None,
-        )
-        if last_text:
-            lines.append(f"- Last reply from the agent: {shorten(last_text, 500)}")
-        main = [m for m in self.messages if not m.is_sidechain]
-        if last_turn_has_tool_calls(main):
-            pending = [c for m in last_assistant_turn(main) for c in m.tool_calls][-3:]
-            described = ", ".join(self._describe_call(c) for c in pending)
-            lines.append(f"- In progress: {described}")
-        unresolved = self._unresolved_failures()
-        if unresolved:
-            last = unresolved[-1]
-            lines.append(
-                f"- Still failing: {self._describe_call(last.call)}: "
-                f"{error_summary(last.result.output if last.result else '', 160)}"
-            )
+        if end.last_request:
+            lines.append(f"- Latest request: {end.last_request}")
+        if end.last_reply:
+            lines.append(f"- Last reply from the agent: {end.last_reply}")
+        if end.in_progress:
+            lines.append(f"- In progress: {', '.join(end.in_progress)}")
+        still = self.analysis.still_failing
+        for error in still[-3:]:
+            lines.append(f"- Still failing: {_code(error.check)}: {error.error}")
+        if end.last_check and end.last_check_ok is not None and not (
+            not end.last_check_ok and still and still[-1].check == end.last_check
+        ):
+            verdict = "passed" if end.last_check_ok else "failed"
+            lines.append(f"- Last check run: {_code(end.last_check)} {verdict}")
         return lines
 
     def task_specification(self) -> list[str]:
-        seen: set[str] = set()
-        items: list[str] = []
-        for _index, text in self.requests:
-            key = " ".join(text.lower().split())[:200]
-            if key in seen:
+        analysis = self.analysis
+        lines = [f"- {r.text}" for r in analysis.requests]
+        dropped = analysis.counts.requests_dropped
+        if dropped:
+            head = min(4, len(lines))
+            lines.insert(head, f"- … {dropped} more requests")
+        for rule in analysis.current_rules:
+            lines.append(f"- {_RULE_LABELS.get(rule.kind, 'Rule')}: {plain_statement(rule.text)}")
+        for decision in analysis.decisions:
+            if decision.superseded_by is not None:
                 continue
-            seen.add(key)
-            items.append(f"- {shorten(text, 400)}")
-        if len(items) > 14:
-            items = [*items[:4], f"- … {len(items) - 12} more requests", *items[-8:]]
-        return items
+            if decision.kind == "rename" and decision.replaces and decision.chosen:
+                lines.append(f"- Rename: {_code(decision.replaces, 60)} → "
+                             f"{_code(decision.chosen, 60)} ({shorten(decision.text, 200)})")
+            else:
+                lines.append(f"- Decision: {plain_statement(decision.text)}")
+        return lines
 
     def files_and_functions(self) -> list[str]:
-        files: dict[str, _FileStats] = {}
-        for n, outcome in enumerate(self.calls):
-            call = outcome.call
-            if call.kind not in (ToolKind.READ, ToolKind.EDIT, ToolKind.WRITE):
-                continue
-            if outcome.failed:
-                continue
-            for raw in call.file_paths:
-                shown = self.paths.show(raw)
-                stats = files.setdefault(shown, _FileStats(shown, n))
-                if call.kind == ToolKind.READ:
-                    stats.reads += 1
-                else:
-                    stats.edits += 1
-                    if call.kind == ToolKind.WRITE and stats.edits == 1 and stats.reads == 0:
-                        stats.created = True
-                    for name in _edited_symbols(call):
-                        if name not in stats.symbols:
-                            stats.symbols.append(name)
-        edited = sorted((s for s in files.values() if s.edits),
-                        key=lambda s: (-s.edits, s.first_seen))
-        read_only = sorted((s for s in files.values() if not s.edits),
-                           key=lambda s: (-s.reads, s.first_seen))
-        lines: list[str] = []
-        for stats in edited:
-            verb = "created" if stats.created else "edited"
-            detail = f"{verb}, {stats.edits} edit{'s' if stats.edits != 1 else ''}"
-            if stats.reads:
-                detail += f", read {stats.reads}×"
-            if stats.symbols:
-                detail += "; defines/changes " + ", ".join(f"`{s}`" for s in stats.symbols[:8])
-            lines.append(f"- `{stats.path}` ({detail})")
-        for stats in read_only[:25]:
-            lines.append(f"- `{stats.path}` (read {stats.reads}×)")
-        if len(read_only) > 25:
-            lines.append(f"- … {len(read_only) - 25} more files read")
+        files = self.analysis.files
+        edited = sorted((f for f in files if f.edits), key=lambda f: (-f.edits, f.first_seen))
+        read_only = sorted((f for f in files if not f.edits),
+                           key=lambda f: (-f.reads, f.first_seen))
+        lines = [self._file_line(f) for f in edited[:60]]
+        if len(edited) > 60:
+            lines.append(f"- … {len(edited) - 60} more files edited")
+        lines.extend(f"- `{f.path}` (read {f.reads}×)" for f in read_only[:25])
+        more = len(read_only) - 25 + self.analysis.counts.files_dropped
+        if more > 0:
+            lines.append(f"- … {more} more files read")
         return lines
+
+    @staticmethod
+    def _file_line(stats: FileActivity) -> str:
+        verb = "created" if stats.created else "edited"
+        detail = f"{verb}, {_plural(stats.edits, 'edit')}"
+        if stats.reads:
+            detail += f", read {stats.reads}×"
+        if stats.symbols:
+            detail += "; defines/changes " + ", ".join(f"`{s}`" for s in stats.symbols[:8])
+        return f"- `{stats.path}` ({detail})"
 
     def workflow(self) -> list[str]:
-        order: list[str] = []
-        counts: Counter[str] = Counter()
-        failures: Counter[str] = Counter()
-        for outcome in self.calls:
-            command = _command_of(outcome.call)
-            if command is None:
-                continue
-            key = _command_key(command)
-            if key not in counts:
-                order.append(key)
-            counts[key] += 1
-            if _really_failed(outcome):
-                failures[key] += 1
-        if len(order) > 30:
-            frequent = {k for k, _ in counts.most_common(30)}
-            order = [k for k in order if k in frequent]
+        commands = sorted(
+            self.analysis.commands,
+            key=lambda c: (_CATEGORY_ORDER.index(c.category)
+                           if c.category in _CATEGORY_ORDER else 99, -c.runs),
+        )
         lines: list[str] = []
-        for key in order:
-            notes: list[str] = []
-            if counts[key] > 1:
-                notes.append(f"{counts[key]}×")
-            if failures[key]:
-                notes.append(f"failed {failures[key]}×")
+        for command in commands:
+            label = command.category.value.capitalize()
+            notes = [f"{command.runs}×"] if command.runs > 1 else []
+            if command.working is None:
+                notes.append("never passed" if command.failures else "no result seen")
+                lines.append(f"- {label}: {_code(command.last, 200)} ({', '.join(notes)})")
+                continue
+            if command.failures:
+                notes.append(f"failed {command.failures}×")
+            if not command.last_ok and command.failures:
+                notes.append(f"last run {_code(command.last, 120)} failed")
             suffix = f" ({', '.join(notes)})" if notes else ""
-            lines.append(f"- `{shorten(key, 200)}`{suffix}")
+            lines.append(f"- {label}: {_code(command.working, 200)}{suffix}")
+        counts = self.analysis.counts
+        if counts.commands_dropped:
+            lines.append(f"- … {counts.commands_dropped} more project commands not listed")
         return lines
 
+    def _error_line(self, error: ErrorFix) -> str:
+        times = f" ({error.failures}×)" if error.failures > 1 else ""
+        line = f"- {_code(error.check)} failed{times}: {error.error}"
+        if error.status == "fixed" and error.fix is not None:
+            what = f"{error.fix.essence} in `{error.fix.path}`" if error.fix.essence \
+                else f"editing `{error.fix.path}`"
+            more = f" (+{_plural(error.other_changes, 'other edit')})" if error.other_changes \
+                else ""
+            line += f" → fixed by {what}{more}"
+            if error.proved_by:
+                line += f"; {_code(error.proved_by, 120)} passed"
+        elif error.status == "passed" and error.proved_by:
+            line += f" → {_code(error.proved_by, 120)} passed later, no edit in between"
+        elif error.status == "still_failing":
+            line += " → still failing at the end of the session"
+        return line
+
     def errors_and_corrections(self) -> list[str]:
-        lines: list[str] = []
-        for n, outcome in enumerate(self.calls):
-            if not _really_failed(outcome):
-                continue
-            what = self._describe_call(outcome.call)
-            why = error_summary(outcome.result.output if outcome.result else "", 200)
-            fix = self._fix_for(n)
-            line = f"- {what} failed: {why}"
-            if fix:
-                line += f" → {fix}"
-            lines.append(line)
-        for _index, text in self.requests[1:]:
-            if is_correction(text):
-                lines.append(f"- User correction: {shorten(text, 300)}")
+        analysis = self.analysis
+        ordered = sorted(analysis.errors, key=lambda e: e.failed_at.timestamp is None)
+        lines = [self._error_line(e) for e in ordered]
+        if analysis.counts.errors_dropped:
+            lines.append(f"- … {analysis.counts.errors_dropped} more failures not listed")
+        lines.extend(f"- User correction: {c.text}" for c in analysis.corrections)
+        for rule in analysis.rules:
+            if rule.kind is StatementKind.CORRECTION:
+                lines.append(f"- User correction: {rule.text}")
         return lines
 
     def codebase(self) -> list[str]:
         by_dir: dict[str, list[str]] = {}
-        for outcome in self.calls:
-            call = outcome.call
-            if call.kind not in (ToolKind.READ, ToolKind.EDIT, ToolKind.WRITE) or outcome.failed:
-                continue
-            for raw in call.file_paths:
-                shown = PurePosixPath(self.paths.show(raw))
-                directory = str(shown.parent)
-                names = by_dir.setdefault(directory, [])
-                if shown.name not in names:
-                    names.append(shown.name)
+        for stats in self.analysis.files:
+            shown = PurePosixPath(stats.path)
+            names = by_dir.setdefault(str(shown.parent), [])
+            if shown.name not in names:
+                names.append(shown.name)
         ranked = sorted(by_dir.items(), key=lambda item: -len(item[1]))[:15]
         return [
             f"- `{'./' if directory == '.' else directory + '/'}`: {', '.join(names[:10])}"
@@ -352,125 +265,78 @@ class OfflineNotesBuilder:
         ]
 
     def learnings(self) -> list[str]:
-        lines: list[str] = []
-        for outcome in self._unresolved_failures():
-            command = _command_of(outcome.call)
-            if command:
-                lines.append(f"- `{shorten(command, 160)}` failed and was not made to pass")
+        lines = [f"- {_code(e.check)} failed and was not made to pass"
+                 for e in self.analysis.still_failing if e.category is not CommandCategory.OTHER
+                 or not e.check.startswith(("Edit ", "Write ", "MultiEdit "))]
         return list(dict.fromkeys(lines))[:10]
 
     def key_results(self) -> list[str]:
-        main = [m for m in self.messages if not m.is_sidechain]
-        if not main or last_turn_has_tool_calls(main):
+        final = self.analysis.end.final_answer
+        if final is None or len(final.strip()) < 200:
             return []
-        final = next((m for m in reversed(main) if m.role == "assistant" and m.text.strip()), None)
-        if final is None or len(final.text.strip()) < 200:
-            return []
-        text = final.text.strip()
-        if len(text) > 2_500:
-            text = text[:2_500].rstrip() + " …"
+        text = final.strip()
+        if len(text) > FINAL_ANSWER_CHARS:
+            text = text[:FINAL_ANSWER_CHARS].rstrip() + " …"
         return ["Final answer of the latest exchange:", "", *text.splitlines()]
 
     def worklog(self) -> list[str]:
-        bounds = [i for i, _ in self.requests] + [len(self.messages)]
         lines: list[str] = []
-        if self.requests and self.requests[0][0] > 0:
-            bounds.insert(0, 0)
-        request_at = dict(self.requests)
-        for start, end in itertools.pairwise(bounds):
-            calls = [c for c in self.calls if start <= c.index < end]
-            label = (
-                shorten(request_at[start], 90) if start in request_at
-                else "(before the first request)"
-            )
-            summary = self._summarise_calls(calls)
-            if start not in request_at and not summary:
+        dropped = self.analysis.counts.worklog_dropped
+        if dropped:
+            lines.append(f"- … {dropped} earlier steps not shown")
+        for step in self.analysis.worklog:
+            parts: list[str] = []
+            if step.reads:
+                parts.append(f"read {_plural(step.reads, 'file')}")
+            if step.searches:
+                parts.append(_plural(step.searches, "search", "searches"))
+            if step.commands:
+                parts.append(f"ran {_plural(step.commands, 'command')}")
+            if step.edited:
+                shown = ", ".join(step.edited) + (f" +{step.edited_more}" if step.edited_more
+                                                   else "")
+                parts.append(f"edited {shown}")
+            if step.failed:
+                parts.append(f"{step.failed} failed")
+            summary = "; ".join(parts)
+            label = step.request or "(before the first request)"
+            if step.request is None and not summary:
                 continue
             lines.append(f"- {label}: {summary}" if summary else f"- {label}")
         return lines
 
-    # -- helpers ---------------------------------------------------------------------------
 
-    def _describe_call(self, call: ToolCall) -> str:
-        command = _command_of(call)
-        if command:
-            return f"`{shorten(command, 160)}`"
-        if call.file_paths:
-            return f"{call.name} `{self.paths.show(call.file_paths[0])}`"
-        return f"{call.name}"
+@dataclass(frozen=True, slots=True)
+class OfflineNotes:
+    """What the offline writer produced (crosses a process boundary: plain, picklable data)."""
 
-    def _target_key(self, call: ToolCall) -> str:
-        command = _command_of(call)
-        if command:
-            return "cmd:" + " ".join(command.split()[:3])
-        if call.file_paths:
-            return f"{call.name}:{call.file_paths[0]}"
-        return f"tool:{call.name}"
+    #: the merged notes file (the manager runs ``guard_update`` on it)
+    text: str
+    #: the builder's own lines per section (saved in the state to tell them from hand edits)
+    generated: dict[str, list[str]]
+    #: secrets redacted (facts from the messages + the current notes)
+    redactions: int
 
-    def _fix_for(self, n: int) -> str | None:
-        failed = self.calls[n]
-        key = self._target_key(failed.call)
-        edited: list[str] = []
-        for later in self.calls[n + 1 :]:
-            if later.call.kind in (ToolKind.EDIT, ToolKind.WRITE) and not later.failed:
-                for raw in later.call.file_paths:
-                    shown = self.paths.show(raw)
-                    if shown not in edited:
-                        edited.append(shown)
-            if self._target_key(later.call) == key and later.result is not None:
-                if later.failed:
-                    continue
-                if edited and not key.startswith(("Edit:", "Write:", "MultiEdit:")):
-                    return "passed after editing " + ", ".join(f"`{e}`" for e in edited[:4])
-                return f"then {self._describe_call(later.call)} succeeded"
-        if failed.call.kind in (ToolKind.EDIT, ToolKind.WRITE) and failed.call.file_paths:
-            target = failed.call.file_paths[0]
-            for later in self.calls[n + 1 :]:
-                if (later.call.kind in (ToolKind.EDIT, ToolKind.WRITE) and not later.failed
-                        and target in later.call.file_paths):
-                    return f"then {later.call.name} `{self.paths.show(target)}` succeeded"
-        return None
 
-    def _unresolved_failures(self) -> list[CallOutcome]:
-        unresolved: list[CallOutcome] = []
-        for n, outcome in enumerate(self.calls):
-            if _really_failed(outcome) and _command_of(outcome.call) and self._fix_for(n) is None:
-                unresolved.append(outcome)
-        return unresolved
-
-    def _summarise_calls(self, calls: list[CallOutcome]) -> str:
-        if not calls:
-            return ""
-        edited: list[str] = []
-        reads = commands = failed = searches = 0
-        for outcome in calls:
-            call = outcome.call
-            if _really_failed(outcome):
-                failed += 1
-            if call.kind in (ToolKind.EDIT, ToolKind.WRITE) and not outcome.failed:
-                for raw in call.file_paths:
-                    shown = PurePosixPath(self.paths.show(raw)).name
-                    if shown not in edited:
-                        edited.append(shown)
-            elif call.kind == ToolKind.READ:
-                reads += 1
-            elif _command_of(call):
-                commands += 1
-            elif call.kind in (ToolKind.SEARCH, ToolKind.WEB):
-                searches += 1
-        parts: list[str] = []
-        if reads:
-            parts.append(f"read {reads} file{'s' if reads != 1 else ''}")
-        if searches:
-            parts.append(f"{searches} search{'es' if searches != 1 else ''}")
-        if commands:
-            parts.append(f"ran {commands} command{'s' if commands != 1 else ''}")
-        if edited:
-            shown = ", ".join(edited[:5]) + (f" +{len(edited) - 5}" if len(edited) > 5 else "")
-            parts.append(f"edited {shown}")
-        if failed:
-            parts.append(f"{failed} failed")
-        return "; ".join(parts)
+def build_notes(
+    messages: Iterable[Message],
+    *,
+    session: Session,
+    workspace: Path,
+    current_notes: str,
+    template: NotesTemplate,
+    previous: dict[str, list[str]] | None,
+) -> OfflineNotes:
+    """Offline notes from ``messages`` (iterated exactly once, raw, oldest first) merged into
+    ``current_notes``. Memory stays bounded whatever the length of the session."""
+    analyser = SessionAnalyser(session, workspace)
+    for message in messages:
+        analyser.feed(message)
+    analysis = analyser.result(session)
+    generated = NotesRenderer(analysis).build()
+    current, found = redact(current_notes)
+    merged = merge_notes(current, template, generated, previous or {})
+    return OfflineNotes(merged.text, merged.generated, analysis.counts.redactions + found)
 
 
 # --- merging into the notes file --------------------------------------------------------------

@@ -15,9 +15,7 @@ from typing import Protocol
 from reverie.background import run_in_background
 from reverie.config import Settings
 from reverie.events import EventSink
-from reverie.redact import redact
-from reverie.session_memory.conversation import redact_messages
-from reverie.session_memory.offline import OfflineNotesBuilder, merge_notes
+from reverie.session_memory.offline import build_notes
 from reverie.session_memory.source import Conversation, ExtractedPoint, extracted_point
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.template import NotesTemplate
@@ -62,17 +60,20 @@ class NotesWriter(Protocol):
 
 
 def build_offline_notes(request: WriteRequest, messages: Sequence[Message]) -> WriteOutcome:
-    """Synchronous core of the offline writer (run in a worker thread)."""
-    cleaned, redactions = redact_messages(messages)
-    builder = OfflineNotesBuilder(cleaned, request.session, request.workspace)
-    generated = builder.build()
-    current, n = redact(request.current_notes)
-    merged = merge_notes(current, request.template, generated, request.state.generated)
+    """Synchronous core of the offline writer (run in a worker thread): ``build_notes``."""
+    notes = build_notes(
+        iter(messages),
+        session=request.session,
+        workspace=request.workspace,
+        current_notes=request.current_notes,
+        template=request.template,
+        previous=request.state.generated,
+    )
     return WriteOutcome(
-        text=merged.text,
+        text=notes.text,
         point=extracted_point(messages),
-        redactions=redactions + n,
-        generated=merged.generated,
+        redactions=notes.redactions,
+        generated=notes.generated,
     )
 
 

@@ -49,24 +49,25 @@ def test_claude_fixture_facts() -> None:
     files = _section(text, "Files and Functions")
     assert "- `CLAUDE.md` (edited, 1 edit, read 1×)" in files
     assert "`todo-app/package.json` (read 2×)" in files
-    # the failed command, the failed edit and what fixed it
+    # a failed `tree` is exploration and the failed Edit / Task calls are the agent's own tool
+    # slips ("File has not been read yet", a missing parameter): none of them is a project error
     errors = _section(text, "Errors & Corrections")
-    assert "`tree /path/to/Demo -I 'node_modules|.git' -L 3` failed: lsd: 3: No such file" in errors
-    assert ("Edit `CLAUDE.md` failed: File has not been read yet. Read it first before writing "
-            "to it. → then MultiEdit `CLAUDE.md` succeeded") in errors
-    assert "The required parameter `prompt` is missing" in errors
-    workflow = _section(text, "Workflow").splitlines()
-    assert workflow[1] == "- `ls -la /path/to/Demo`"
-    assert "- `tree /path/to/Demo -I 'node_modules|.git' -L 3` (failed 1×)" in workflow
+    assert "tree" not in errors
+    assert "File has not been read yet" not in errors
+    assert "`prompt` is missing" not in errors
+    # exploration (ls, tree, cat…) is never presented as the project's workflow
+    workflow = _section(text, "Workflow")
+    assert "ls -la" not in workflow and "tree " not in workflow
     assert "Final answer of the latest exchange:" in _section(text, "Key results")
     assert "edited CLAUDE.md" in _section(text, "Worklog")
 
 
 def test_codex_fixture_facts() -> None:
     transcript = load_transcript(CODEX_ROLLOUT)
-    text, _, redactions = _write(transcript.session, transcript.messages)
+    text, _, _ = _write(transcript.session, transcript.messages)
     assert check_notes(text) == []
-    assert redactions == 6  # the test values assigned to CODEMIE_API_KEY in the session
+    # the CODEMIE_API_KEY test values appear only in exploration output, which no fact quotes
+    assert "CODEMIE_API_KEY=" not in text
     assert _section(text, "Session Title") == "show tools"
     spec = _section(text, "Task specification")
     assert spec.splitlines() == ["- show tools",
@@ -78,9 +79,18 @@ def test_codex_fixture_facts() -> None:
     errors = _section(text, "Errors & Corrections")
     assert ('`npm test -- --run src/agents/plugins/__tests__/codemie-code-reasoning.test.ts -t '
             '"Compaction Config"` failed') in errors
-    assert "passed after editing `src/agents/plugins/codemie-code.plugin.ts`" in errors
+    # the fix is the edit right before the first passing run (the other edit is counted)
+    assert ("→ fixed by changes `openCodeConfig` in "
+            "`src/agents/plugins/opencode/opencode.plugin.ts` (+1 other edit)") in errors
+    assert "still failing" not in errors
     assert "write_stdin" not in errors  # PTY polls repeat their command's result
-    assert "- `git status --short` (3×)" in _section(text, "Workflow")
+    workflow = _section(text, "Workflow").splitlines()
+    assert workflow == [
+        "- Build: `npm run build`",
+        "- Test: `npm test -- --run src/agents/plugins/__tests__/codemie-code-reasoning.test.ts`"
+        " (3×, failed 1×)",
+    ]
+    assert "git status" not in _section(text, "Workflow")  # exploration
     assert "Latest request: let's update the defailt context compart" in _section(
         text, "Current State")
 
@@ -93,8 +103,9 @@ def test_spotter_fixture_facts() -> None:
     files = _section(text, "Files and Functions")
     assert "`lib/spotter_web/live/transcript_computers.ex` (created" in files
     assert "`lib/spotter_web/live/session_live.ex` (edited" in files
-    workflow = _section(text, "Workflow").splitlines()
-    assert workflow[:2] == ["- `bd show spotter-dov`", "- `bd ready`"]
+    # the session ends in the middle of an edit
+    assert "In progress: Edit `lib/spotter_web/live/session_live.ex`" in _section(
+        text, "Current State")
 
 
 def test_user_correction_is_recorded(conversation: Conversation) -> None:
