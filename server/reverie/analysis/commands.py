@@ -95,7 +95,7 @@ _RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
             ("yarn", "exec"), ("npm", "exec"), ("conda", "run")}
 _DIRECT_RUNNERS = frozenset({"npx", "bunx", "pnpx", "uvx"})
 _TEMP = re.compile(r"(?:^|[\s='\"])(?:/tmp/|/var/folders/|/private/tmp/|\$TMPDIR|%TEMP%)")
-_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
+_REDIRECT = re.compile(r"\d?>>?&?\s*\S+")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 _TOOLS: dict[str, CommandCategory] = {
@@ -168,6 +168,40 @@ _SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter
                              "--testNamePattern", "--test", "-p", "--package", "--lib", "--bin",
                              "--deselect", "--select", "--testPathPattern"})
 _NARROWING_WORDS = frozenset({"--lf", "--last-failed", "--only-failures", "--failed"})
+
+
+def _segments(text: str) -> list[str]:
+    """``text`` split at ``&&``, ``||``, ``;`` and newlines outside quotes; each segment cut at
+    its first unquoted pipe (what follows a pipe filters the command's output)."""
+    segments: list[str] = []
+    current: list[str] = []
+    quote = ""
+    piped = False
+    index = 0
+    while index < len(text):
+        char = text[index]
+        pair = text[index:index + 2]
+        if quote:
+            if char == quote:
+                quote = ""
+            if not piped:
+                current.append(char)
+        elif char in "'\"":
+            quote = char
+            if not piped:
+                current.append(char)
+        elif pair in ("&&", "||") or char in ";\n":
+            segments.append("".join(current).strip())
+            current, piped = [], False
+            index += 2 if pair in ("&&", "||") else 1
+            continue
+        elif char == "|":
+            piped = True
+        elif not piped:
+            current.append(char)
+        index += 1
+    segments.append("".join(current).strip())
+    return [s for s in segments if s]
 
 
 def _tokens(segment: str) -> list[str]:
@@ -329,12 +363,9 @@ def _scope(category: CommandCategory, args: list[str]) -> frozenset[str]:
 def analyse_command(command: str) -> CommandInfo:
     """Classify one shell command line (compound lines: the first non-exploring segment)."""
     text = command.strip()
-    reads_temp = bool(_TEMP.search(text))
-    segments = [s for s in _SPLIT.split(text) if s.strip()]
     chosen: tuple[str, list[str]] | None = None
     first: tuple[str, list[str]] | None = None
-    for segment in segments:
-        main_part = segment.split("|", 1)[0].strip()  # filters after a pipe are not the command
+    for main_part in _segments(text[:2_000]):
         words = _python_module(_strip_prefixes(_tokens(main_part)))
         if not words:
             continue
@@ -349,6 +380,7 @@ def analyse_command(command: str) -> CommandInfo:
         return CommandInfo(text, CommandCategory.EXPLORE, "", frozenset())
     main, words = picked
     category, key, start = _category_of(words)
-    if reads_temp and category in (CommandCategory.OTHER, CommandCategory.RUN):
-        category = CommandCategory.EXPLORE
+    reads_temp = bool(_TEMP.search(_REDIRECT.sub("", main)))  # ``> /tmp/log`` only writes
+    if reads_temp and category is not CommandCategory.VCS:
+        category = CommandCategory.EXPLORE  # a script or output under /tmp: a one-off look
     return CommandInfo(main, category, key, _scope(category, words[start:]))

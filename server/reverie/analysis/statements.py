@@ -159,6 +159,17 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[a-z][\w.+-]*")
 _MAX_SENTENCE = 300
+#: a word every statement pattern needs (a superset: a hit only means "look closer")
+_TRIGGER = re.compile(
+    r"always|never|don'?t|do not|avoid|stop|no more|from now|going forward|in the future|"
+    r"from here|every time|each time|whenever|please|make sure|remember|ever\b|circumstances|"
+    r"at all times|must|should|forbidden|not allowed|mandatory|note|important|fyi|heads up|"
+    r"reminder|n\.?b\.?|rule|convention|policy|warning|repo|project|codebase|team|app\b|"
+    r"we |we'|prefer|like|rather|use|instead|over\b|^\s*(?:no|nope|wrong|not|that|actually|"
+    r"you|why|i said|i told)\b|plan|decision|decided|let'?s|switch|mov(?:e|ing)|migrat|drop|"
+    r"favou?r|longer|replace|renam|now (?:called|named)",
+    re.IGNORECASE,
+)
 
 
 def subject_of(text: str) -> str:
@@ -204,6 +215,8 @@ def _word_after(pattern: re.Pattern[str], text: str) -> str | None:
 def statements_in(request: str) -> list[Statement]:
     """The rules, preferences, notes, corrections, decisions and renames ``request`` states."""
     out: list[Statement] = []
+    if not _TRIGGER.search(request[:4000]):
+        return out  # most requests state nothing general: one cheap scan decides
     sentences = _sentences(request)
     for position, sentence in enumerate(sentences):
         if sentence.endswith("?") and not _NOTE.search(sentence):

@@ -67,25 +67,30 @@ _RULE_LABELS = {
     StatementKind.NOTE: "Note", StatementKind.CORRECTION: "Correction (standing)",
 }
 FINAL_ANSWER_CHARS = 2_500
+#: how a line that stands for left-out items starts
+SUMMARY_PREFIX = "- … "
 
 
 def _budget(lines: list[str], chars: int, keep: str = "head") -> list[str]:
-    """Keep whole lines within ``chars``; note how many were left out."""
+    """Keep whole lines within ``chars``; note how many were left out. Lines that already
+    summarise ("- … 12 more failures not listed") are always kept: they say what is missing."""
     total = sum(len(line) + 1 for line in lines)
     if total <= chars:
         return lines
+    summaries = [line for line in lines if line.startswith(SUMMARY_PREFIX)]
+    items = [line for line in lines if not line.startswith(SUMMARY_PREFIX)]
+    room = chars - sum(len(line) + 1 for line in summaries) - 60
     kept: list[str] = []
     used = 0
-    ordered = lines if keep == "head" else list(reversed(lines))
-    for line in ordered:
-        if used + len(line) + 1 > chars - 60:
+    for line in items if keep == "head" else reversed(items):
+        if used + len(line) + 1 > room:
             break
         kept.append(line)
         used += len(line) + 1
-    dropped = len(lines) - len(kept)
+    dropped = len(items) - len(kept)
     if keep == "head":
-        return [*kept, f"- … {dropped} more not shown"]
-    return [f"- … {dropped} earlier not shown", *reversed(kept)]
+        return [*kept, f"{SUMMARY_PREFIX}{dropped} more not shown", *summaries]
+    return [*summaries, f"{SUMMARY_PREFIX}{dropped} earlier not shown", *reversed(kept)]
 
 
 def _sanitise(lines: list[str]) -> list[str]:

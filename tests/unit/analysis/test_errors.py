@@ -1,0 +1,130 @@
+"""Failures linked to fixes: resolved only by a pass of the same or a broader check, the fix is
+the change before the first passing run, and the agent's own slips are never project errors."""
+
+from __future__ import annotations
+
+from .conftest import ClaudeLog
+
+FAILING_TEST = "FAILED tests/test_cart.py::test_total - AssertionError: assert 1099 == 1100"
+
+
+def test_narrow_failure_resolved_by_the_full_suite(log: ClaudeLog) -> None:
+    (log.user("fix the rounding bug in the cart total")
+     .bash("pytest tests/test_cart.py -k total", FAILING_TEST, fail=True)
+     .read("shop/cart.py")
+     .edit("shop/cart.py", "return round(total)", "return round(total, 2)")
+     .bash("pytest", "120 passed in 3.1s")
+     .reply("Fixed."))
+    analysis = log.analyse()
+    [error] = analysis.errors
+    assert error.check == "pytest tests/test_cart.py -k total"
+    assert error.status == "fixed"
+    assert "AssertionError: assert 1099 == 1100" in error.error
+    assert error.fix is not None and error.fix.path == "shop/cart.py"
+    assert error.fix.essence == "`return round(total)` → `return round(total, 2)`"
+    assert error.proved_by == "pytest"
+    assert analysis.still_failing == []
+
+
+def test_push_failure_resolved_by_push_with_upstream(log: ClaudeLog) -> None:
+    (log.user("push the branch")
+     .bash("git push", "fatal: The current branch feat has no upstream branch.", fail=True)
+     .bash("git push --set-upstream origin feat", "branch 'feat' set up to track")
+     .reply("Pushed."))
+    [error] = log.analyse().errors
+    assert error.status == "passed"  # no edit in between: nothing to credit
+    assert error.fix is None
+    assert error.proved_by == "git push --set-upstream origin feat"
+
+
+def test_a_narrower_or_different_pass_does_not_resolve(log: ClaudeLog) -> None:
+    (log.user("make the suite green")
+     .bash("pytest tests/", "FAILED tests/test_a.py::test_x - KeyError: 'id'", fail=True)
+     .edit("shop/a.py", "x = row['id']", "x = row.get('id')")
+     .bash("pytest tests/test_b.py", "3 passed")       # narrower: does not cover tests/
+     .bash("pytest tests/test_a.py -k other", "1 passed")  # different selection
+     .reply("Still looking."))
+    analysis = log.analyse()
+    [error] = analysis.errors
+    assert error.status == "still_failing"
+    assert error.check == "pytest tests/"
+    assert "KeyError" in error.error
+
+
+def test_fix_is_the_change_before_the_first_pass(log: ClaudeLog) -> None:
+    (log.user("fix the importer")
+     .bash("npm test", "FAIL src/importer.test.ts\n  ● parses dates\n    TypeError: x is undefined",
+           fail=True)
+     .edit("src/util.ts", "const a = 1", "const a = 2")            # a try that did not help
+     .bash("npm test", "TypeError: x is undefined", fail=True)
+     .edit("README.md", "old words", "new words")                    # unrelated
+     .edit("src/importer.ts", "function parse(x) {", "function parse(x = {}) {")
+     .bash("npm test", "Tests: 42 passed")
+     .edit("src/late.ts", "a", "b")                                  # after the pass
+     .bash("npm test", "Tests: 42 passed")
+     .reply("Done."))
+    [error] = log.analyse().errors
+    assert error.status == "fixed"
+    assert error.failures == 2
+    assert error.fix is not None and error.fix.path == "src/importer.ts"
+    assert error.other_changes == 2
+    assert error.proved_by == "npm test"
+
+
+def test_edited_symbol_is_the_essence(log: ClaudeLog) -> None:
+    (log.user("fix the parser")
+     .bash("pytest tests/test_parse.py", "E   ValueError: bad token", fail=True)
+     .edit("shop/parse.py", "def parse_line(s):\n    return s.split()",
+           "def parse_line(s):\n    return s.strip().split()")
+     .bash("pytest tests/test_parse.py", "4 passed"))
+    [error] = log.analyse().errors
+    assert error.fix is not None and error.fix.essence == "changes `parse_line`"
+
+
+def test_tool_slips_are_never_project_errors(log: ClaudeLog) -> None:
+    (log.user("update the docs")
+     .edit("README.md", "a", "b", error="File has not been read yet. Read it first before "
+                                        "writing to it.")
+     .edit("README.md", "zzz", "b", error="String to replace not found in file.")
+     .result(log.call("Task", {"description": "x"}),
+             "<tool_use_error>InputValidationError: Task failed due to the following issue:\n"
+             "The required parameter `prompt` is missing</tool_use_error>", True)
+     .read("README.md")
+     .edit("README.md", "a", "b")
+     .reply("Updated."))
+    analysis = log.analyse()
+    assert analysis.errors == []
+    assert analysis.counts.slips == 3
+
+
+def test_failed_exploration_and_empty_searches_are_not_errors(log: ClaudeLog) -> None:
+    (log.user("look around")
+     .bash("ls -la /home/dev/shop/missing", "ls: cannot access: No such file or directory",
+           fail=True)
+     .bash("tail -5 /tmp/claude/tasks/b1.output", "No such file", fail=True)
+     .bash("grep -rn TODO src", "", fail=True)
+     .bash("cat package.json", "{}")
+     .reply("Nothing there."))
+    analysis = log.analyse()
+    assert analysis.errors == []
+    assert analysis.commands == []
+    assert analysis.counts.exploration_commands == 4
+    assert analysis.counts.exploration_failures == 3
+
+
+def test_rejected_calls_are_counted_not_errors(log: ClaudeLog) -> None:
+    call = log.call("Bash", {"command": "npm publish"})
+    log.result(call, "The user doesn't want to proceed with this tool use. The tool use was "
+                     "rejected.", True)
+    analysis = log.analyse()
+    assert analysis.errors == []
+    assert analysis.counts.rejected == 1
+
+
+def test_repeated_failure_is_one_error_with_a_count(log: ClaudeLog) -> None:
+    log.user("run the linter")
+    for _ in range(5):
+        log.bash("ruff check .", "src/a.py:1:1: F401 `os` imported but unused", fail=True)
+    [error] = log.analyse().errors
+    assert error.failures == 5
+    assert error.status == "still_failing"

@@ -1,0 +1,108 @@
+"""Standing rules, decisions and renames versus one-off requests, with subjects for supersession."""
+
+from __future__ import annotations
+
+import pytest
+
+from reverie.analysis import StatementKind
+from reverie.analysis.statements import statements_in, subject_of
+
+from .conftest import ClaudeLog
+
+K = StatementKind
+
+
+@pytest.mark.parametrize(("text", "kind", "subject"), [
+    ("Always use pnpm, never npm or yarn.", K.RULE, "package-manager"),
+    ("From now on, run ruff before every commit.", K.RULE, "linter"),
+    ("note: this repo uses Postgres 16 via docker compose", K.NOTE, "database"),
+    ("Important: money is stored as integer cents, never floats.", K.NOTE, "money-rules"),
+    ("please don't add comments that repeat the code", K.RULE, "code-style"),
+    ("Never push directly to main.", K.RULE, "git-workflow"),
+    ("I prefer vitest over jest for new tests.", K.PREFERENCE, "test-runner"),
+    ("no, use pnpm not npm", K.CORRECTION, "package-manager"),
+    ("We use Tailwind for all styling.", K.NOTE, "frontend-framework"),
+])
+def test_standing_rules(text: str, kind: StatementKind, subject: str) -> None:
+    [statement] = statements_in(text)
+    assert (statement.kind, statement.subject) == (kind, subject)
+
+
+@pytest.mark.parametrize("text", [
+    "fix the bug in cart.py and make the tests pass",
+    "add a --json flag to the report command",
+    "Why does the build always fail on CI?",
+    "The deploy never finished yesterday, can you look?",
+    "run the tests",
+])
+def test_one_off_requests_are_not_rules(text: str) -> None:
+    assert statements_in(text) == []
+
+
+def test_reversal_names_what_it_replaces() -> None:
+    [decision] = statements_in(
+        "Change of plan: drop MkDocs, we move to Docusaurus for the docs site.")
+    assert decision.kind is K.DECISION
+    assert (decision.subject, decision.replaces, decision.chosen) == (
+        "docs-site", "MkDocs", "Docusaurus")
+
+
+def test_rename() -> None:
+    [rename] = statements_in("Please rename fetchUser to loadUser everywhere.")
+    assert rename.kind is K.RENAME
+    assert (rename.replaces, rename.chosen) == ("fetchUser", "loadUser")
+
+
+def test_same_subject_across_phrasings() -> None:
+    assert subject_of("use pnpm") == subject_of("switch to bun") == "package-manager"
+    assert subject_of("we store data in SQLite") == subject_of("move to Postgres") == "database"
+
+
+def test_plain_statement_drops_chat_framing() -> None:
+    [rule] = statements_in("From now on, always run mypy before committing.")
+    assert rule.statement == "Always run mypy before committing."
+
+
+def test_rules_and_requests_are_kept_apart(log: ClaudeLog) -> None:
+    (log.user("fix the bug in cart.py and make the tests pass")
+     .reply("Done.")
+     .user("Always use pnpm, never npm.")
+     .reply("Noted.")
+     .user("Note: this repo uses Postgres 16. Add an index on orders.created_at."))
+    analysis = log.analyse()
+    assert [r.text for r in analysis.requests] == [
+        "fix the bug in cart.py and make the tests pass",
+        "Note: this repo uses Postgres 16. Add an index on orders.created_at.",
+    ]
+    assert [(r.kind, r.subject) for r in analysis.rules] == [
+        (K.RULE, "package-manager"), (K.NOTE, "database")]
+    assert analysis.rules[0].evidence.message_id
+    assert analysis.rules[0].evidence.timestamp is not None
+
+
+def test_a_later_statement_on_the_same_subject_supersedes(log: ClaudeLog) -> None:
+    (log.user("Always use npm for scripts.")
+     .reply("OK.")
+     .user("no, use pnpm not npm")
+     .reply("Switched.")
+     .user("We decided to use SQLite for the database.")
+     .reply("OK.")
+     .user("Change of plan: drop SQLite, we move to Postgres."))
+    analysis = log.analyse()
+    npm, pnpm = analysis.rules
+    assert npm.superseded_by == "no, use pnpm not npm"
+    assert pnpm.superseded_by is None and pnpm.kind is K.CORRECTION
+    assert [r.text for r in analysis.current_rules] == ["no, use pnpm not npm"]
+    sqlite, postgres = analysis.decisions
+    assert sqlite.superseded_by is not None and postgres.superseded_by is None
+    assert postgres.replaces == "SQLite" and postgres.chosen == "Postgres"
+
+
+def test_correction_without_a_general_rule(log: ClaudeLog) -> None:
+    (log.user("add a --json flag to the report command")
+     .reply("Added.")
+     .user("no, the flag must be called --format json instead"))
+    analysis = log.analyse()
+    assert analysis.rules == []
+    assert [c.text for c in analysis.corrections] == [
+        "no, the flag must be called --format json instead"]
