@@ -17,6 +17,7 @@ import hashlib
 import logging
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,8 +58,9 @@ from reverie.fsutil import atomic_write_bytes
 logger = logging.getLogger(__name__)
 
 
-class ConnectError(Exception):
-    """A one-line reason why nothing was written."""
+class ConnectError(ValueError):
+    """A one-line reason why nothing was written (a ``ValueError``: the server's commands
+    report those as a failed request)."""
 
 
 @dataclass(slots=True)
@@ -438,12 +440,12 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
     if detect:
         from reverie.transcripts.discovery import discover_sessions
 
-        seen = {ref.agent for ref in discover_sessions(ws, settings.agent_home)}
-        detected = [a for a in AGENTS if _agent_key(a) in seen]
+        detected = agents_of(ref.agent for ref in discover_sessions(ws, settings.agent_home))
     return ConnectionsResult(workspace=str(ws), memory_dir=str(memory_dir),
                              connections=infos, detected=detected)
 
 
-def _agent_key(agent: AgentName) -> str:
-    """The transcript model's name for an agent (``gemini-cli`` for Gemini)."""
-    return "gemini-cli" if agent == "gemini" else agent
+def agents_of(transcript_agents: Iterable[str]) -> list[AgentName]:
+    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``)."""
+    seen = {"gemini" if name == "gemini-cli" else name for name in transcript_agents}
+    return [a for a in AGENTS if a in seen]

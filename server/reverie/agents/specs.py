@@ -70,10 +70,11 @@ def block_id(agent: AgentName, workspace: Path) -> str:
 
 def hook_command(settings: Settings, event: str) -> str:
     """The command a hook runs: this interpreter, so no PATH lookup or venv activation."""
-    return shlex.join([
-        sys.executable, "-m", "reverie", "hook", event,
-        "--data-dir", str(settings.data_dir),
-    ])
+    argv = [sys.executable, "-m", "reverie", "hook", event, "--data-dir", str(settings.data_dir)]
+    python_path = os.environ.get("PYTHONPATH")
+    if python_path:  # the editor's bundled server: the hook needs the same libraries
+        argv = ["env", f"PYTHONPATH={python_path}", *argv]
+    return shlex.join(argv)
 
 
 def hook_entries(settings: Settings) -> list[HookEntry]:

@@ -17,12 +17,16 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
+from reverie.lsp import connections as agent_connections
 from reverie.lsp.protocol import (
     AppendMessagesParams,
     Args,
     CancelJobArgs,
     CancelJobResult,
     Commands,
+    ConnectAgentArgs,
+    ConnectionsArgs,
+    DisconnectAgentArgs,
     DreamArgs,
     HistoryArgs,
     ListSessionsArgs,
@@ -191,7 +195,13 @@ async def append_messages(ls: ReverieLanguageServer, params: Any) -> None:
 async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     parse_args(StatusArgs, args)
     await ls.wait_ready()
-    return ls.status().wire()
+    result = ls.status()
+    for tracker in list(ls.trackers.values()):
+        try:
+            result.connections.append(await agent_connections.summary(tracker))
+        except (ValueError, OSError) as exc:  # status must answer even so
+            logger.warning("connections of %s: %s", tracker.folder, exc)
+    return result.wire()
 
 
 async def list_sessions(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
@@ -235,6 +245,23 @@ async def undo(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     return await _call((await _tracker(ls, a)).undo(a.run_id))
 
 
+async def connect_agent(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ConnectAgentArgs, args)
+    tracker = await _tracker(ls, a)
+    return await _call(agent_connections.connect_agent(tracker, a.agent, a.scope, a.dry_run))
+
+
+async def disconnect_agent(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(DisconnectAgentArgs, args)
+    tracker = await _tracker(ls, a)
+    return await _call(agent_connections.disconnect_agent(tracker, a.agent, a.dry_run))
+
+
+async def connections(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ConnectionsArgs, args)
+    return await _call(agent_connections.connections(await _tracker(ls, a)))
+
+
 async def cancel_job(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(CancelJobArgs, args)
     job = ls.jobs.jobs.get(a.job_id)
@@ -258,6 +285,9 @@ COMMANDS = {
     Commands.HISTORY: history,
     Commands.UNDO: undo,
     Commands.CANCEL_JOB: cancel_job,
+    Commands.CONNECT_AGENT: connect_agent,
+    Commands.DISCONNECT_AGENT: disconnect_agent,
+    Commands.CONNECTIONS: connections,
 }
 
 FEATURES: dict[str, Any] = {

@@ -32,6 +32,9 @@ class Commands:
     HISTORY = "reverie.server.history"
     UNDO = "reverie.server.undo"
     CANCEL_JOB = "reverie.server.cancelJob"
+    CONNECT_AGENT = "reverie.server.connectAgent"
+    DISCONNECT_AGENT = "reverie.server.disconnectAgent"
+    CONNECTIONS = "reverie.server.connections"
 
     ALL = (
         STATUS,
@@ -44,6 +47,9 @@ class Commands:
         HISTORY,
         UNDO,
         CANCEL_JOB,
+        CONNECT_AGENT,
+        DISCONNECT_AGENT,
+        CONNECTIONS,
     )
 
 
@@ -132,6 +138,23 @@ class UndoArgs(Args):
     run_id: str | None = None
 
 
+class ConnectAgentArgs(Args):
+    #: ``claude-code``, ``codex``, ``gemini`` or ``aider``
+    agent: str
+    scope: Literal["personal", "project"] = "personal"
+    #: only compute the change: the result's ``diff`` is what would be written
+    dry_run: bool = False
+
+
+class DisconnectAgentArgs(Args):
+    agent: str
+    dry_run: bool = False
+
+
+class ConnectionsArgs(Args):
+    pass
+
+
 class CancelJobArgs(Wire):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True
@@ -191,6 +214,22 @@ class UsageToday(Wire):
     calls: int = 0
 
 
+class ConnectedAgent(Wire):
+    agent: str
+    scope: str
+    mode: str
+    #: every file still holds Reverie's block / hooks
+    intact: bool
+
+
+class WorkspaceConnections(Wire):
+    """``status``: which agents one workspace folder has connected, and which have sessions."""
+
+    workspace: str
+    connected: list[ConnectedAgent] = Field(default_factory=list)
+    detected: list[str] = Field(default_factory=list)
+
+
 class StatusResult(Wire):
     version: str
     pid: int
@@ -204,6 +243,7 @@ class StatusResult(Wire):
     provider: str
     model: str | None = None
     offline: bool
+    connections: list[WorkspaceConnections] = Field(default_factory=list)
 
 
 class SessionsResult(Wire):

@@ -1,0 +1,68 @@
+"""Agent connections for one workspace folder: the server side of Connect / Disconnect Agent.
+
+Thin: the core (``reverie.agents.connection``) does the work in a thread (it reads and writes
+files); this module only adds what the server already knows (the folder's sessions, so
+``detected`` costs no scan) and shapes the ``status`` summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from reverie.lsp.protocol import ConnectedAgent, WorkspaceConnections
+
+if TYPE_CHECKING:
+    from reverie.lsp.tracking import WorkspaceTracker
+
+
+def _detected(tracker: WorkspaceTracker) -> list[str]:
+    from reverie.agents.connection import agents_of
+
+    return list(agents_of(ref.agent for ref in list(tracker.sessions.values())))
+
+
+async def connect_agent(tracker: WorkspaceTracker, agent: str, scope: str,
+                        dry_run: bool) -> dict[str, Any]:
+    """``reverie connect --json`` for this folder (``dry_run``: the diff, nothing written)."""
+    from reverie.agents.connection import connect
+
+    result = await asyncio.to_thread(connect, agent, tracker.folder, scope, tracker.settings,
+                                     dry_run)
+    return result.as_json()
+
+
+async def disconnect_agent(tracker: WorkspaceTracker, agent: str,
+                           dry_run: bool) -> dict[str, Any]:
+    """``reverie disconnect --json`` for this folder."""
+    from reverie.agents.connection import disconnect
+
+    result = await asyncio.to_thread(disconnect, agent, tracker.folder, tracker.settings,
+                                     dry_run)
+    return result.as_json()
+
+
+async def connections(tracker: WorkspaceTracker) -> dict[str, Any]:
+    """``reverie connections --json`` for this folder (``detected`` from tracked sessions)."""
+    from reverie.agents.connection import connections as list_connections
+
+    result = await asyncio.to_thread(list_connections, tracker.folder, tracker.settings, False)
+    data = result.as_json()
+    data["detected"] = _detected(tracker)
+    return data
+
+
+async def summary(tracker: WorkspaceTracker) -> WorkspaceConnections:
+    """The ``status`` entry of one folder."""
+    from reverie.agents.connection import connections as list_connections
+
+    result = await asyncio.to_thread(list_connections, tracker.folder, tracker.settings, False)
+    return WorkspaceConnections(
+        workspace=str(tracker.folder),
+        connected=[
+            ConnectedAgent(agent=c.agent, scope=c.scope, mode=c.mode,
+                           intact=all(f.state == "ok" for f in c.files))
+            for c in result.connections
+        ],
+        detected=_detected(tracker),
+    )
