@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 
 import { type ReverieServer, ServerCommandError } from './client';
+import { connectAgent, disconnectAgent } from './connect';
 import { API_KEY_SECRET, Commands, ServerCommands } from './constants';
 import { type HistoryDocuments } from './history';
 import {
@@ -23,6 +24,8 @@ export interface CommandContext {
   secrets: vscode.SecretStorage;
   history: HistoryDocuments;
   log: vscode.LogOutputChannel;
+  /** what the user answered to offers (globalState: for good; workspaceState: here) */
+  state: { global: vscode.Memento; workspace: vscode.Memento };
 }
 
 /** Shows a failure once, readably, with a way to the log; never rethrows. */
@@ -257,5 +260,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     register(Commands.restartServer, 'Restart Server', async () => {
       await server.restart();
     }),
+    register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
+    register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
   ];
 }

@@ -24,6 +24,8 @@ export const Commands = {
   clearApiKey: 'reverie.clearApiKey',
   showLog: 'reverie.showLog',
   restartServer: 'reverie.restartServer',
+  connectAgent: 'reverie.connectAgent',
+  disconnectAgent: 'reverie.disconnectAgent',
 } as const;
 
 /** `workspace/executeCommand` ids the server registers (server/reverie/lsp/protocol.py). */
@@ -38,6 +40,9 @@ export const ServerCommands = {
   history: 'reverie.server.history',
   undo: 'reverie.server.undo',
   cancelJob: 'reverie.server.cancelJob',
+  connectAgent: 'reverie.server.connectAgent',
+  disconnectAgent: 'reverie.server.disconnectAgent',
+  connections: 'reverie.server.connections',
 } as const;
 
 /** Custom notifications from the server. */

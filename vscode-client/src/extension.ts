@@ -7,6 +7,7 @@ import { type LanguageClient } from 'vscode-languageclient/node';
 
 import { ReverieServer } from './client';
 import { registerCommands, type CommandContext } from './commands';
+import { offerConnection } from './connect';
 import { API_KEY_SECRET, HISTORY_SCHEME, OUTPUT_CHANNEL, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
 import { HistoryDocuments } from './history';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
@@ -21,7 +22,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   server = new ReverieServer(context, log);
   const status = new ReverieStatusBar();
   const history = new HistoryDocuments();
-  const ctx: CommandContext = { server, secrets: context.secrets, history, log };
+  const ctx: CommandContext = {
+    server, secrets: context.secrets, history, log,
+    state: { global: context.globalState, workspace: context.workspaceState },
+  };
   const current = server;
   let latest: LanguageClient | undefined;
 
@@ -41,7 +45,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (state === 'running' && latest) {
         attachShowMessage(current, latest);
         current.execute<StatusResult>(ServerCommands.status).then(
-          (result) => status.applyStatus(result),
+          (result) => {
+            status.applyStatus(result);
+            offerConnection(ctx, result).catch((error: unknown) => log.warn(`connect offer: ${String(error)}`));
+          },
           (error: unknown) => log.warn(`status: ${String(error)}`));
       }
     }),

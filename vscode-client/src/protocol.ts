@@ -47,6 +47,34 @@ export interface StatusResult {
   model?: string | null;
   offline: boolean;
   costToday?: number | null;
+  connections?: WorkspaceConnections[];
+}
+
+/** `status`: one workspace folder's agent connections and the agents with sessions there. */
+export interface WorkspaceConnections {
+  workspace: string;
+  connected: { agent: string; scope: string; mode: string; intact: boolean }[];
+  detected: string[];
+}
+
+/** `connectAgent` / `disconnectAgent`: `reverie connect --json` (snake_case CLI contract). */
+export interface ConnectResult {
+  agent: string;
+  workspace: string;
+  scope: string;
+  mode: string;
+  dry_run: boolean;
+  changed: boolean;
+  files: { path: string; role: string; action: 'create' | 'update' | 'delete' | 'unchanged' }[];
+  diff: string;
+  notes: string[];
+}
+
+/** `connections`: `reverie connections --json`. */
+export interface ConnectionsResult {
+  workspace: string;
+  connections: { agent: string; scope: string; mode: string; files: { path: string; role: string; state: string }[] }[];
+  detected: string[];
 }
 
 export interface SessionNotesResult {
