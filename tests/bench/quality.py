@@ -10,7 +10,11 @@ Run:
   .venv/bin/python tests/bench/quality.py --details       # + missed facts and bad lines
   .venv/bin/python tests/bench/quality.py --json          # everything as JSON
   .venv/bin/python tests/bench/quality.py --project acme-web --path dream --keep /tmp/q
+  .venv/bin/python tests/bench/quality.py --llm           # + the model-backed paths (fake LLM)
 (``--keep DIR`` leaves the agent homes, notes and memory dirs there to read.)
+
+``--llm`` also runs notes / dream / sleep with ``REVERIE_PROVIDER=openai`` against the fake LLM
+server and prints what the prompts carry and what survives validation (``tests/eval/eval_llm.py``).
 """
 
 from __future__ import annotations
@@ -94,15 +98,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--subprocess", action="store_true",
                         help="run each command as `python -m reverie` (slower, same result)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--llm", action="store_true",
+                        help="also run the model-backed paths against the fake LLM server")
     args = parser.parse_args(argv)
+    keep = args.keep.resolve() if args.keep else None
     results = run_all(args.project, paths=tuple(args.path or PATHS), subprocess=args.subprocess,
-                      keep=args.keep.resolve() if args.keep else None)
+                      keep=keep)
+    llm = []
+    if args.llm:
+        from eval_llm import llm_table, run_llm_all
+
+        llm = run_llm_all(args.project or project_names(), keep=keep)
     if args.json:
-        print(json.dumps(as_json(results), indent=2))
+        report = as_json(results)
+        if args.llm:
+            report["llm"] = [r.summary() for r in llm]
+        print(json.dumps(report, indent=2))
         return 0
     print(table(results))
     if args.details:
         print(details(results))
+    if args.llm:
+        print()
+        print(llm_table(llm))
     return 0
 
 

@@ -243,9 +243,21 @@ class Score:
         }
 
 
+#: a superseded statement kept as history: "(formerly: Use SWR; replaced on 2026-11-12)"
+_FORMERLY = re.compile(r"\((formerly|previously|superseded|replaced)\b.*$",
+                       re.IGNORECASE | re.DOTALL)
+
+
+def claim_of(entry: Entry) -> Entry:
+    """The entry without its "(formerly: …)" history: only the rest is claimed as current."""
+    text = _FORMERLY.sub("", entry.text)
+    return entry if text == entry.text else Entry(entry.file, text, entry.section, entry.index)
+
+
 def classify(entry: Entry, labels: Labels, scope: Scope) -> Verdict:
+    claim = claim_of(entry)
     for pattern in labels.in_scope(labels.wrong, scope):
-        if pattern.matches(entry):
+        if pattern.matches(claim):
             return Verdict(entry, "wrong", pattern.id)
     for pattern in labels.in_scope(labels.noise, scope):
         if pattern.matches(entry):

@@ -1,0 +1,58 @@
+"""The model-backed writers on the evaluation set, against the fake LLM server (issue 12.4).
+
+What the prompts carry and what survives validation (see ``eval_llm.py``), per path, pooled over
+the projects. Hard invariants are asserted as such; the rest are floors in one table
+(``LLM_FLOORS``) that the "llm" helper raises as the prompts improve, with the goal beside them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from eval_harness import project_names
+from eval_llm import LlmResult, pooled, run_llm_all
+
+# path: (min share of runs whose brief carries: facts, evidence, previous memory, newer-wins
+#        rule, formerly-form rule, never-keep rule; max long index lines; max noise lines kept)
+# Measured on main on 2026-12-01 (before issue 12's prompt work); share of *facts* found.
+LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
+    "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 8),
+    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 4, 8),
+}
+#: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path; the goal
+#: is 0. Today the ledger-api database URL password (postgresql://user:PW@host) is not redacted
+#: (issue 17.2, the "redact" helper) and reaches the notes writer and deep sleep.
+MAX_SECRETS_SENT: dict[str, int] = {"dream": 1, "sleep": 1}
+
+LLM_GOAL: tuple[float, float, float, float, float, float, int, int] = (
+    0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, LlmResult]:
+    return pooled(run_llm_all(project_names()))
+
+
+@pytest.mark.parametrize("path", sorted(LLM_FLOORS))
+def test_model_path_runs_and_keeps_secrets_out(results: dict[str, LlmResult], path: str) -> None:
+    result = results[path]
+    assert not result.errors, result.errors
+    assert result.requests > 0 and result.runs
+    assert result.secrets_kept == 0  # invented by the model: redacted before any write
+    assert result.secrets_sent <= MAX_SECRETS_SENT[path]
+
+
+@pytest.mark.parametrize("path", sorted(LLM_FLOORS))
+def test_model_path_does_not_regress(results: dict[str, LlmResult], path: str) -> None:
+    summary = results[path].summary()
+    floors = LLM_FLOORS[path]
+    shares = ("facts_in_prompt", "evidence", "memory", "newer_wins", "formerly", "noise_rule")
+    for name, floor in zip(shares, floors[:6], strict=True):
+        assert (summary[name] or 0.0) >= floor, (name, summary)
+    assert summary["long_index"] <= floors[6], summary
+    assert summary["noise_kept"] <= floors[7], summary
