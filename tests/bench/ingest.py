@@ -202,7 +202,8 @@ def append_cost(path: Path, rounds: int, seed: int = 2) -> list[float]:
             started = time.perf_counter()
             got = tail.read_new()
             costs.append(time.perf_counter() - started)
-            assert len(got) == 1, got
+            # (plus, once, the held usage of a response the generated file was cut inside)
+            assert len([m for m in got if not m.is_meta]) == 1, got
     return costs
 
 

@@ -54,6 +54,11 @@ class RecordParser(ABC):
     @abstractmethod
     def feed_record(self, record: dict[str, Any], line: Line) -> list[Message]: ...
 
+    def finish(self) -> list[Message]:
+        """Messages held back until the file's end is known (a whole-file read calls this;
+        a tail never does, the next record flushes them instead)."""
+        return []
+
     def memo(self) -> dict[str, Any]:
         return {}
 

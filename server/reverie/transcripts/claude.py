@@ -1,8 +1,11 @@
 """Claude Code session JSONL (``~/.claude/projects/<slug>/<session>.jsonl``).
 
 One record per line. Conversational records (``user``/``assistant``) become messages; one API
-response is split over several lines sharing ``message.id``, and its ``usage`` is kept on the
-first message only. ``summary`` records give the title; ``system/compact_boundary`` marks a
+response is split over several lines sharing ``message.id``, each line carrying the usage known
+when it was written (later lines larger: the last one is the response's final figure, which
+``tokens.usage_totals`` counts once). A line that holds only ``thinking`` makes no message, but
+its usage is not lost: when no later line of the same response follows, it becomes a meta
+message of its own. ``summary`` records give the title; ``system/compact_boundary`` marks a
 compaction; progress, snapshots, queue operations and hook records are ignored.
 
 Sub-agents come in three layouts: inline ``isSidechain`` records (1.0.x), sibling
@@ -55,30 +58,63 @@ class ClaudeParser(RecordParser):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self._usage_seen: OrderedDict[str, bool] = OrderedDict()
         self._task_prompts: OrderedDict[str, str] = OrderedDict()  # prompt -> Task call id
         self._chain_call: OrderedDict[str, str] = OrderedDict()  # sidechain uuid -> Task call id
         self._warmup: OrderedDict[str, bool] = OrderedDict()  # uuids of "Warmup" chains
         self._is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
         self._summary: str | None = None
+        #: usage of a thinking-only line, kept until we know whether its response goes on
+        self._pending_usage: dict[str, Any] | None = None
 
     # -- state for tails ---------------------------------------------------------------------
     def memo(self) -> dict[str, Any]:
         return {
-            "usage_seen": list(self._usage_seen),
             "task_prompts": list(self._task_prompts.items()),
             "chain_call": list(self._chain_call.items()),
             "warmup": list(self._warmup),
+            "pending_usage": self._pending_usage,
         }
 
     def restore_memo(self, memo: dict[str, Any]) -> None:
-        self._usage_seen = OrderedDict((k, True) for k in memo.get("usage_seen", []))
         self._task_prompts = OrderedDict(memo.get("task_prompts", []))
         self._chain_call = OrderedDict(memo.get("chain_call", []))
         self._warmup = OrderedDict((k, True) for k in memo.get("warmup", []))
+        pending = memo.get("pending_usage")
+        self._pending_usage = pending if isinstance(pending, dict) else None
+
+    def finish(self) -> list[Message]:
+        return self._flush_pending()
+
+    def _flush_pending(self, continuing_api_id: str | None = None) -> list[Message]:
+        """The held thinking-only usage as a meta message, unless the record now read continues
+        the same response (its own, later figure supersedes the held one)."""
+        pending = self._pending_usage
+        if pending is None:
+            return []
+        self._pending_usage = None
+        if continuing_api_id is not None and continuing_api_id == pending.get("api_id"):
+            return []
+        usage = _usage(pending.get("usage"))
+        if usage is None:
+            return []
+        return [Message(id=f"{pending.get('uuid')}:usage", role="system", text="",
+                        timestamp=parse_time(pending.get("timestamp")),
+                        model=as_str(pending.get("model")),
+                        api_message_id=as_str(pending.get("api_id")), usage=usage,
+                        is_meta=True, is_sidechain=pending.get("sidechain") is True)]
 
     # -- records -----------------------------------------------------------------------------
     def feed_record(self, record: dict[str, Any], line: Line) -> list[Message]:
+        if self._pending_usage is None:
+            return self._record(record, line)
+        kind = record.get("type")
+        if kind not in ("user", "assistant", "system"):
+            return self._record(record, line)
+        api_id = as_str(as_dict(record.get("message")).get("id")) if kind == "assistant" else None
+        held = self._flush_pending(api_id)
+        return held + self._record(record, line)
+
+    def _record(self, record: dict[str, Any], line: Line) -> list[Message]:
         kind = record.get("type")
         if kind == "summary":
             summary = as_str(record.get("summary"))
@@ -143,6 +179,12 @@ class ClaudeParser(RecordParser):
         cwd = self.session.cwd
         if kind == "assistant":
             message = self._assistant(raw, uuid, timestamp, cwd)
+            if message is None and isinstance(raw.get("usage"), dict) and as_str(raw.get("id")):
+                self._pending_usage = {
+                    "api_id": as_str(raw.get("id")), "usage": raw.get("usage"), "uuid": uuid,
+                    "timestamp": record.get("timestamp"), "model": as_str(raw.get("model")),
+                    "sidechain": sidechain,
+                }
         else:
             message = self._user(record, content, uuid, timestamp)
         if message is None:
@@ -209,13 +251,9 @@ class ClaudeParser(RecordParser):
                         _bounded_set(self._task_prompts, prompt.strip(), call.id)
         text = "\n\n".join(t for t in texts if t)
         if not text.strip() and not calls:
-            return None  # thinking-only line: usage moves on to the next line of the response
+            return None  # thinking-only line: its usage is held (see ``_conversational``)
         api_id = as_str(raw.get("id"))
-        usage = None
-        if api_id is None or api_id not in self._usage_seen:
-            usage = _usage(raw.get("usage"))
-            if api_id is not None:
-                _bounded_set(self._usage_seen, api_id)
+        usage = _usage(raw.get("usage"))
         return Message(
             id=uuid,
             role="assistant",

@@ -30,7 +30,7 @@ class ToolKind(StrEnum):
 
 
 class Usage(BaseModel):
-    """Token usage of one API message (counted once, even when the agent logs it on many lines)."""
+    """Token usage of one API message as recorded on one line (see ``Message.usage``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -83,7 +83,9 @@ class Message(BaseModel):
 
     ``id`` is stable across re-reads of the same file (the record's own id where it has one,
     else a fingerprint of its content and position). ``api_message_id`` groups records that the
-    agent split out of one API response; ``usage`` is set on only the first of them.
+    agent split out of one API response; ``usage`` is the figure recorded on this record: the
+    records of one response may each carry one, growing, and the last is the response's final
+    figure (``tokens.usage_totals`` counts each response once).
     """
 
     id: str

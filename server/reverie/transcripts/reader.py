@@ -173,6 +173,7 @@ class TranscriptReader:
             if parser.stats.skipped > before:
                 parser.stats.errors[-1] += " (truncated last line)"
             yield from out
+        yield from parser.finish()
         if isinstance(parser, gemini.GeminiJsonlParser):
             yield from parser.messages()
         self.session = parser.session

@@ -6,11 +6,11 @@ agent last reported, plus an estimate for everything said since.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import orjson
 
-from reverie.transcripts.model import Message
+from reverie.transcripts.model import Message, Usage
 
 
 def estimate_tokens(text: str) -> int:
@@ -48,3 +48,21 @@ def context_tokens(messages: Sequence[Message]) -> int:
         )
         return usage.context_tokens + tail
     return sum(message_tokens(m) for m in messages)
+
+
+def usage_totals(messages: Iterable[Message]) -> Usage:
+    """The session's token usage: each API response counted once, at its final (last recorded)
+    figure; a usage without a response id counts on its own."""
+    by_response: dict[str, Usage] = {}
+    total = Usage()
+    for message in messages:
+        usage = message.usage
+        if usage is None:
+            continue
+        if message.api_message_id is None:
+            total = total + usage
+        else:
+            by_response[message.api_message_id] = usage
+    for usage in by_response.values():
+        total = total + usage
+    return total

@@ -9,6 +9,7 @@ from types import ModuleType
 
 from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.stats import transcript_stats
+from reverie.transcripts.tokens import usage_totals
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "ingest.py"
 
@@ -33,7 +34,9 @@ def test_generator_makes_a_realistic_claude_transcript(tmp_path: Path) -> None:
     assert t.stats.skipped == 0 and t.stats.ignored > 0  # progress / snapshots are in the mix
     assert stats["tool_calls"] > 20 and stats["tool_errors"] > 0 and stats["files"]
     api_ids = [m.api_message_id for m in t.messages if m.usage is not None and m.api_message_id]
-    assert len(api_ids) == len(set(api_ids))  # split responses, usage once each
+    assert len(api_ids) > len(set(api_ids))  # responses split over lines, each with its usage
+    totals = usage_totals(t.messages)  # counted once per response
+    assert 0 < totals.output_tokens < sum(m.usage.output_tokens for m in t.messages if m.usage)
 
 
 def test_measurements_run_end_to_end(tmp_path: Path) -> None:

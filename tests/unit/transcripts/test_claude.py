@@ -10,6 +10,8 @@ import orjson
 from reverie.transcripts.model import ToolKind
 from reverie.transcripts.reader import detect_agent, load_transcript
 from reverie.transcripts.stats import transcript_stats
+from reverie.transcripts.tail import TranscriptTail
+from reverie.transcripts.tokens import usage_totals
 
 CC = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / "claude-code"
 INLINE = CC / "claude-code-viewer-v1.0.108-inline-sidechains/sample-project/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"  # noqa: E501
@@ -63,22 +65,93 @@ def test_inline_tool_errors_edits_and_failing_bash() -> None:
     assert "No such file or directory" in failed[0].output
 
 
-def test_usage_counted_once_per_api_message() -> None:
-    raw_ids: Counter[str] = Counter()
-    expected_output = 0
-    for line in INLINE.read_bytes().splitlines():
+def _final_usage_by_response(path: Path) -> dict[str, dict[str, int]]:
+    """Each API response's usage on its LAST line, read straight from the file."""
+    final: dict[str, dict[str, int]] = {}
+    for line in path.read_bytes().splitlines():
         record = orjson.loads(line)
-        if record["type"] == "assistant":
-            mid = record["message"]["id"]
-            if not raw_ids[mid]:
-                expected_output += record["message"]["usage"]["output_tokens"]
-            raw_ids[mid] += 1
-    assert any(n > 1 for n in raw_ids.values())  # the fixture does split API messages
-    t = load_transcript(INLINE)
-    with_usage = [m for m in t.messages if m.usage is not None]
-    assert len(with_usage) == len(raw_ids) == 20
-    assert len({m.api_message_id for m in with_usage}) == 20
-    assert sum(m.usage.output_tokens for m in with_usage if m.usage) == expected_output == 2498
+        message = record.get("message") if record.get("type") == "assistant" else None
+        if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+            final[message["id"]] = message["usage"]
+    return final
+
+
+def test_usage_totals_are_each_responses_final_figure() -> None:
+    for path in (INLINE, INCREMENTAL / "turn-2.jsonl",
+                 SPOTTER / f"{SPOTTER_ID}.jsonl"):
+        raw_ids: Counter[str] = Counter()
+        for line in path.read_bytes().splitlines():
+            record = orjson.loads(line)
+            if record.get("type") == "assistant":
+                raw_ids[record["message"]["id"]] += 1
+        final = _final_usage_by_response(path)
+        totals = usage_totals(load_transcript(path).messages)
+        assert totals.output_tokens == sum(u.get("output_tokens", 0) for u in final.values())
+        assert totals.cache_read_tokens == sum(
+            u.get("cache_read_input_tokens", 0) for u in final.values())
+        assert totals.input_tokens == sum(u.get("input_tokens", 0) for u in final.values())
+    assert any(n > 1 for n in raw_ids.values())  # the fixtures do split API messages
+
+
+def _assistant_line(uuid: str, msg_id: str, block: dict[str, object], output: int,
+                    cache_read: int = 150_000) -> dict[str, object]:
+    return {"type": "assistant", "uuid": uuid, "sessionId": "s1", "cwd": "/w",
+            "timestamp": "2026-03-01T10:00:00.000Z",
+            "message": {"id": msg_id, "role": "assistant", "model": "claude-opus-4-6",
+                        "content": [block],
+                        "usage": {"input_tokens": 3, "output_tokens": output,
+                                  "cache_read_input_tokens": cache_read}}}
+
+
+THINK = {"type": "thinking", "thinking": "hmm", "signature": "x"}
+
+
+def test_split_response_growing_usage_and_thinking_only_responses(tmp_path: Path) -> None:
+    records = [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "cwd": "/w",
+         "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "go"}},
+        # one response over three lines: 10, then 40, then 95 output tokens (95 is final)
+        _assistant_line("a1", "msg_A", THINK, 10),
+        _assistant_line("a2", "msg_A", {"type": "text", "text": "Reading."}, 40),
+        _assistant_line("a3", "msg_A", {"type": "tool_use", "id": "t1", "name": "Read",
+                                        "input": {"file_path": "/w/x.py"}}, 95),
+        {"type": "user", "uuid": "u2", "sessionId": "s1", "cwd": "/w",
+         "timestamp": "2026-03-01T10:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                  "content": "ok"}]}},
+        # a response that is thinking only (interrupted): its usage must still count
+        _assistant_line("a4", "msg_B", THINK, 7, cache_read=151_000),
+        {"type": "user", "uuid": "u3", "sessionId": "s1", "cwd": "/w",
+         "timestamp": "2026-03-01T10:00:02.000Z", "message": {"role": "user", "content": "?"}},
+        # and one more at the very end of the file
+        _assistant_line("a5", "msg_C", THINK, 5, cache_read=152_000),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    t = load_transcript(path)
+    totals = usage_totals(t.messages)
+    assert totals.output_tokens == 95 + 7 + 5
+    assert totals.cache_read_tokens == 150_000 + 151_000 + 152_000
+    held = [m for m in t.messages if m.is_meta and m.usage is not None]
+    assert [m.api_message_id for m in held] == ["msg_B", "msg_C"]
+    assert all(m.text == "" and m.role == "system" for m in held)
+    # the conversation itself is unchanged: no message for thinking-only lines
+    assert [m.role for m in t.messages if not m.is_meta] == ["user", "assistant", "assistant",
+                                                             "tool", "user"]
+    # a tail that stops right after a thinking-only line keeps it across a restart
+    cut = b"".join(orjson.dumps(r) + b"\n" for r in records[:6])
+    live = tmp_path / "live" / "s1.jsonl"
+    live.parent.mkdir()
+    live.write_bytes(cut)
+    tail = TranscriptTail(live)
+    first = tail.read_new()
+    state = TranscriptTail.restore(orjson.loads(orjson.dumps(tail.state().model_dump(
+        mode="json"))))
+    live.write_bytes(path.read_bytes())
+    rest = state.read_new()
+    # a tail never sees the file's end: msg_C stays held until a record follows it
+    assert usage_totals(first + rest).output_tokens == 95 + 7
+    assert [m.api_message_id for m in first + rest if m.is_meta] == ["msg_B"]
 
 
 def test_sibling_agent_files_name_their_parent() -> None:
