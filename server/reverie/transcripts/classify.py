@@ -95,6 +95,8 @@ _PATCH_HEADER = re.compile(
 )
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _UNIFIED_HEADER = re.compile(r"^\+\+\+ (?:b/)?(.+?)\s*$", re.MULTILINE)
+#: a shell command that runs Codex's ``apply_patch`` (``apply_patch <<'EOF' … *** Begin Patch``)
+_APPLY_PATCH_RUN = re.compile(r"(?:^|[\s;&|(`'\"])apply_patch\b")
 
 
 def tool_kind(agent: AgentName, name: str) -> ToolKind:
@@ -178,6 +180,10 @@ def make_tool_call(
                     paths.append(absolute(edit["file_path"], cwd))
     if kind is K.SHELL:
         command = shell_command(tool_input.get("command", tool_input.get("cmd")))
+        if command and "*** Begin Patch" in command and _APPLY_PATCH_RUN.search(command):
+            # Codex edits files through the shell too: the patch names them, and it is an edit
+            paths = patch_file_paths(command, cwd)
+            kind = K.EDIT
     return ToolCall(
         id=call_id,
         name=name,

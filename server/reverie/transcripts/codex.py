@@ -30,7 +30,7 @@ from reverie.transcripts.base import (
     parse_time,
     text_of,
 )
-from reverie.transcripts.classify import exit_code_from_text, make_tool_call
+from reverie.transcripts.classify import absolute, exit_code_from_text, make_tool_call
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import Message, Role, ToolResult, Usage
 
@@ -38,6 +38,8 @@ _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 #: injected context the user never typed (environment, AGENTS.md, permissions...)
 _INJECTED_PREFIXES = ("<", "# AGENTS.md instructions")
 _RECENT = 8
+#: a patch naming more files than this is summarised by its first ones
+_MAX_CHANGED_FILES = 500
 
 
 class CodexParser(RecordParser):
@@ -225,6 +227,7 @@ class CodexParser(RecordParser):
                 call_id=as_str(p.get("call_id")) or "",
                 is_error=success is False,
                 output=as_str(p.get("stdout")) or as_str(p.get("stderr")) or "",
+                file_paths=_changed_files(p.get("changes"), self.session.cwd),
             )
             return [self._message(line, "tool", "", ts, tool_results=[result])]
         if ptype == "token_count":
@@ -256,6 +259,21 @@ class CodexParser(RecordParser):
         )
         return [self._message(line, "system", "", ts, usage=usage, is_meta=True,
                               model=self._model)]
+
+
+def _changed_files(changes: Any, cwd: str | None) -> list[str]:
+    """The files of a ``patch_apply_end``'s ``changes`` map (``{path: {type, move_path, …}}``),
+    a rename's new name too, made absolute against the session's cwd."""
+    if not isinstance(changes, dict):
+        return []
+    out: list[str] = []
+    for path, change in list(changes.items())[:_MAX_CHANGED_FILES]:
+        if isinstance(path, str) and path.strip():
+            out.append(absolute(path.strip(), cwd))
+        moved = change.get("move_path") if isinstance(change, dict) else None
+        if isinstance(moved, str) and moved.strip():
+            out.append(absolute(moved.strip(), cwd))
+    return list(dict.fromkeys(out))
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

@@ -76,6 +76,8 @@ class ToolResult(BaseModel):
     is_error: bool = False
     output: str = ""
     exit_code: int | None = None
+    #: files the agent reports the tool changed (Codex ``patch_apply_end`` changes), absolute
+    file_paths: list[str] = Field(default_factory=list)
 
 
 class Message(BaseModel):

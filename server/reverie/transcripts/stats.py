@@ -9,8 +9,11 @@ from reverie.transcripts.tokens import context_tokens
 
 
 def files_touched(transcript: Transcript) -> list[str]:
-    """Sorted, unique file paths named by the transcript's tool calls."""
-    return sorted({p for m in transcript.messages for c in m.tool_calls for p in c.file_paths})
+    """Sorted, unique file paths named by the transcript's tool calls, and by results that
+    report the files they changed (Codex patches)."""
+    named = {p for m in transcript.messages for c in m.tool_calls for p in c.file_paths}
+    named.update(p for m in transcript.messages for r in m.tool_results for p in r.file_paths)
+    return sorted(named)
 
 
 def tool_error_ids(transcript: Transcript) -> set[str]:
