@@ -27,6 +27,7 @@ _COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.*)$")
 _TOKENS = re.compile(r"^Tokens: ([\d.,]+k?) sent(?:, ([\d.,]+k?) cache write)?"
                      r"(?:, ([\d.,]+k?) cache hit)?, ([\d.,]+k?) received")
 _MODEL = re.compile(r"^(?:Main model|Models?): (\S+)")
+_WORKING_DIR = re.compile(r"^Git working dir: (.+?)\s*$")
 
 
 @dataclass
@@ -59,7 +60,7 @@ def parse_history(
     runs: list[AiderRun] = []
     if headers and headers[0].start() > 0 and data[: headers[0].start()].strip():
         stats.skip("text before the first run header")
-    cwd = os.path.abspath(path.parent)
+    cwd = repository_root(path)
     for index, match in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(data)
         started = _local_time(match.group(1).decode())
@@ -83,6 +84,25 @@ def parse_history(
         stats.lines += data.count(b"\n") + 1
         stats.skip("no '# aider chat started at' header")
     return runs
+
+
+def repository_root(path: Path) -> str:
+    """Where Aider's file names start from: the git root enclosing the history file (Aider
+    names files relative to it), else the history's folder. A run that announces its
+    ``Git working dir:`` overrides this for that run."""
+    folder = Path(os.path.abspath(path.parent))
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return str(folder)
+
+
+def _file_name(name: str, root: str | None) -> str:
+    """Aider on Windows writes ``backend\\db.py``; read against a POSIX root that is
+    ``backend/db.py`` (the same file, never two)."""
+    if root and root.startswith("/") and "\\" in name:
+        return name.replace("\\", "/")
+    return name
 
 
 def _local_time(text: str) -> datetime | None:
@@ -134,6 +154,9 @@ def _parse_run(run: AiderRun, body: str, stats: ParseStats) -> None:
             found = _MODEL.match(status)
             if found and model is None:
                 model = found.group(1)
+            working = _WORKING_DIR.match(status)
+            if working and not run.messages:
+                run.session.cwd = run.session.project = working.group(1)
             applied = _APPLIED.match(status)
             commit = _COMMIT.match(status)
             tokens = _TOKENS.match(status)
@@ -142,8 +165,9 @@ def _parse_run(run: AiderRun, body: str, stats: ParseStats) -> None:
                     last_reply = Message(id=f"{mid}:reply", role="assistant", model=model)
                     run.messages.append(last_reply)
                 if applied:
+                    name = _file_name(applied.group(1), run.session.cwd)
                     call = make_tool_call("aider", f"{mid}:{n}", "apply_edit",
-                                          {"file_path": applied.group(1)}, run.session.cwd)
+                                          {"file_path": name}, run.session.cwd)
                 else:
                     assert commit is not None
                     call = make_tool_call("aider", f"{mid}:{n}", "git_commit",

@@ -146,17 +146,27 @@ def _claude_files(projects: Path) -> Iterator[Path]:
                     yield from sorted(p for p in subagents.glob("agent-*.jsonl") if p.is_file())
 
 
-def claude_ref(path: Path) -> SessionRef | None:
-    """A Claude Code file's ref from its first records (cwd, session id, parent)."""
+def claude_ref(path: Path, workspace: Path | None = None) -> SessionRef | None:
+    """A Claude Code file's ref from its first records (cwd, session id, parent).
+
+    The ref's ``cwd`` is the first one recorded, or, given ``workspace``, the first recorded one
+    inside it: a session started in a parent folder that then works in the workspace (the
+    agent ``cd``-ed into it) belongs to the workspace too.
+    """
     updated = _mtime(path)
     if updated is None:
         return None
     is_agent = path.name.startswith("agent-") or path.parent.name == "subagents"
     cwd = record_session = None
+    matched = workspace is None
     for record in _head_records(path):
-        cwd = cwd or as_str(record.get("cwd"))
+        here = as_str(record.get("cwd"))
+        if here and cwd is None:
+            cwd = here
+        if here and not matched and workspace is not None and _belongs(here, workspace):
+            cwd, matched = here, True
         record_session = record_session or as_str(record.get("sessionId"))
-        if cwd and record_session:
+        if cwd and record_session and matched:
             break
     parent = record_session if is_agent and record_session != path.stem else None
     session_id = path.stem
@@ -290,8 +300,18 @@ def _gemini_files(chats: Path) -> Iterator[Path]:
 
 # -- Aider -----------------------------------------------------------------------------------
 
+#: how far below the workspace Aider histories are looked for, and how many folders at most
+_AIDER_DEPTH = 4
+_AIDER_MAX_FOLDERS = 2000
+_AIDER_SKIP = frozenset({"node_modules", ".git", ".hg", ".svn", ".venv", "venv", "__pycache__",
+                         "dist", "build", "target", ".tox", ".mypy_cache", ".ruff_cache",
+                         ".pytest_cache", ".next", ".cache"})
+
+
 def aider_history_files(workspace: Path) -> list[Path]:
-    """The workspace's Aider history, or its enclosing git root's."""
+    """The Aider histories of the workspace: in it or an enclosing folder up to the git root,
+    and in its sub-folders (Aider started in a sub-folder of the repository writes its history
+    there), at most ``_AIDER_DEPTH`` levels down, skipping dependency and build folders."""
     found: list[Path] = []
     here = _workspace_variants(workspace)[0]
     for folder in (here, *here.parents):
@@ -300,7 +320,31 @@ def aider_history_files(workspace: Path) -> list[Path]:
             found.append(candidate)
         if (folder / ".git").exists():
             break
-    return found
+    found.extend(_aider_below(here))
+    return list(dict.fromkeys(found))
+
+
+def _aider_below(root: Path) -> list[Path]:
+    found: list[Path] = []
+    pending: list[tuple[Path, int]] = [(root, 0)]
+    visited = 0
+    while pending and visited < _AIDER_MAX_FOLDERS:
+        folder, depth = pending.pop()
+        visited += 1
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if depth > 0 and entry.name == ".aider.chat.history.md" and entry.is_file():
+                    found.append(Path(entry.path))
+                elif (depth < _AIDER_DEPTH and entry.name not in _AIDER_SKIP
+                      and not entry.is_symlink() and entry.is_dir()):
+                    pending.append((Path(entry.path), depth + 1))
+            except OSError:
+                continue
+    return sorted(found)
 
 
 def aider_refs(path: Path) -> list[SessionRef]:
@@ -322,7 +366,7 @@ def aider_refs(path: Path) -> list[SessionRef]:
             ended = updated
         refs.append(SessionRef(agent="aider", session_id=f"aider-{compact}-{offset}", path=path,
                                updated_at=ended.astimezone(UTC),
-                               cwd=os.path.abspath(path.parent)))
+                               cwd=aider.repository_root(path)))
     return refs
 
 
@@ -366,7 +410,7 @@ def session_ref(path: Path, workspace: Path, agent_home: Path) -> SessionRef | N
     if rel_claude is not None:
         if "memory" in rel_claude.parts[:2] or path.suffix != ".jsonl":
             return None
-        ref = claude_ref(path)
+        ref = claude_ref(path, workspace)
         return ref if ref is not None and _belongs(ref.cwd, workspace) else None
     if _under(path, roots.codex_sessions):
         ref = codex_ref(path) if path.name.startswith("rollout-") else None
@@ -409,7 +453,7 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[S
     roots = AgentRoots.for_home(home)
     refs: list[SessionRef] = []
     for path in _claude_files(roots.claude_projects):
-        ref = claude_ref(path)
+        ref = claude_ref(path, workspace)
         if ref is not None and _belongs(ref.cwd, workspace):
             refs.append(ref)
     codex_root = roots.codex_sessions

@@ -8,6 +8,10 @@ full whenever it changes, so messages are last-write-wins by id, keeping their f
 
 Both shapes feed the same ``GeminiState``; adapters turn its messages into the model. A Gemini
 message with tool calls becomes an assistant message plus a ``tool`` message with the results.
+
+A third, older shape has no ``sessionId``: the API's own conversation, ``{"history": [{role,
+parts}]}`` or a bare ``[{role, parts}]`` list (saved chats and checkpoints). Its ``parts`` are
+text, ``functionCall`` and ``functionResponse``; it is read as one document too.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class GeminiState:
     def __init__(self, path: Path) -> None:
         self.session = Session(id=_default_id(path), agent="gemini-cli", path=path)
         self.raw: dict[str, dict[str, Any]] = {}
+        #: messages of a ``history`` (API contents) document, already converted
+        self.contents: list[Message] = []
         self.stats = ParseStats()
         if path.parent.name != "chats" and path.parent.parent.name == "chats":
             # chats/<parentSessionId>/<sessionId>.jsonl: a sub-agent
@@ -92,6 +98,7 @@ class GeminiState:
     def messages(self) -> list[Message]:
         out: list[Message] = []
         title_from_prompt = self.session.title_source != "summary"
+        out.extend(self.contents)
         for item in self.raw.values():
             out.extend(_convert(item, self.session.cwd))
         if title_from_prompt:
@@ -122,6 +129,10 @@ def parse_document(path: Path, data: bytes) -> GeminiState:
             state.stats.skip(f"not a valid JSON document ({exc.msg})")
             return state
     state.stats.lines = 1
+    history = doc.get("history") if isinstance(doc, dict) else doc
+    if isinstance(history, list) and (not isinstance(doc, dict) or "sessionId" not in doc):
+        state.contents = _from_contents(history, state.stats)
+        return state
     if not isinstance(doc, dict):
         state.stats.skip("the JSON document is not an object")
         return state
@@ -177,6 +188,57 @@ def _usage(tokens: Any) -> Usage | None:
         output_tokens=as_int(tokens.get("output")) + as_int(tokens.get("thoughts")),
         cache_read_tokens=cached,
     )
+
+
+def _from_contents(history: list[Any], stats: ParseStats) -> list[Message]:
+    """API ``Content`` items (``{role: user|model, parts}``) as messages: text, function calls
+    (the assistant's tool calls) and function responses (their results, matched by id, else by
+    name in call order)."""
+    out: list[Message] = []
+    waiting: dict[str, list[str]] = {}  # tool name -> call ids not answered yet
+    for index, item in enumerate(history):
+        if not isinstance(item, dict) or not isinstance(item.get("parts"), list):
+            stats.skip(f"history item {index}: not a {{role, parts}} object")
+            continue
+        role = item.get("role")
+        mid = f"history-{index}"
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        results: list[ToolResult] = []
+        for part in item["parts"]:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str) and part.get("thought") is not True:
+                texts.append(part["text"])
+            call = as_dict(part.get("functionCall"))
+            if call:
+                name = as_str(call.get("name")) or "unknown"
+                call_id = as_str(call.get("id")) or f"{mid}:{len(calls)}"
+                calls.append(make_tool_call("gemini-cli", call_id, name,
+                                            as_dict(call.get("args")), None))
+                waiting.setdefault(name, []).append(call_id)
+            response = as_dict(part.get("functionResponse"))
+            if response:
+                name = as_str(response.get("name")) or "unknown"
+                queue = waiting.get(name) or []
+                call_id = as_str(response.get("id")) or (queue.pop(0) if queue else f"{mid}:r")
+                if call_id in queue:
+                    queue.remove(call_id)
+                body = as_dict(response.get("response"))
+                error = body.get("error")
+                output = body.get("output", error if error is not None else body)
+                text = output if isinstance(output, str) else orjson.dumps(output).decode()
+                results.append(ToolResult(call_id=call_id, is_error=error is not None,
+                                          output=text))
+        text = "\n".join(t for t in texts if t)
+        if role == "model":
+            if text.strip() or calls:
+                out.append(Message(id=mid, role="assistant", text=text, tool_calls=calls))
+        elif results:
+            out.append(Message(id=mid, role="tool", text=text, tool_results=results))
+        elif text.strip():
+            out.append(Message(id=mid, role="user", text=text))
+    return out
 
 
 def _result_text(call: dict[str, Any]) -> str:

@@ -108,6 +108,9 @@ def detect_agent(path: Path) -> AgentName | None:
     if path.suffix == ".json":
         if b'"sessionId"' in head and (b'"messages"' in head or b'"projectHash"' in head):
             return "gemini-cli"
+        if b'"parts"' in head and b'"role"' in head and (
+                b'"history"' in head or head.lstrip().startswith(b"[")):
+            return "gemini-cli"  # the API's own contents: a saved chat or checkpoint
         return None
     lines = head.split(b"\n")
     if len(head) == _DETECT_BYTES:

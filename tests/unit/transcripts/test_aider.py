@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
+
+import pytest
 
 from reverie.transcripts.model import ToolKind
 from reverie.transcripts.reader import detect_agent, load_sessions, load_transcript
 
-HISTORY = (Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / "aider"
+FIXTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / "aider"
            / "aider-repo" / ".aider.chat.history.md")
-ROOT = os.path.abspath(HISTORY.parent)
 
 
-def test_every_run_is_a_session() -> None:
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture history in a git repository of its own (Aider names files from the git
+    root; in place, the fixture would sit inside Reverie's own repository)."""
+    root = tmp_path_factory.mktemp("aider-repo")
+    (root / ".git").mkdir()
+    shutil.copyfile(FIXTURE, root / ".aider.chat.history.md")
+    return root
+
+
+def test_every_run_is_a_session(repo: Path) -> None:
+    HISTORY, ROOT = repo / ".aider.chat.history.md", str(repo)
     assert detect_agent(HISTORY) == "aider"
     runs = load_sessions(HISTORY)
     assert len(runs) == 147
@@ -25,7 +37,8 @@ def test_every_run_is_a_session() -> None:
     assert runs[0].session.started_at.strftime("%Y-%m-%d %H:%M:%S") == "2024-08-05 19:33:02"
 
 
-def test_applied_edits_and_commits() -> None:
+def test_applied_edits_and_commits(repo: Path) -> None:
+    HISTORY, ROOT = repo / ".aider.chat.history.md", str(repo)
     runs = load_sessions(HISTORY)
     edits = [c for r in runs for m in r.messages for c in m.tool_calls if c.name == "apply_edit"]
     commits = [c for r in runs for m in r.messages for c in m.tool_calls if c.name == "git_commit"]
@@ -42,6 +55,7 @@ def test_applied_edits_and_commits() -> None:
 
 
 def test_load_transcript_is_the_latest_run_and_session_can_be_picked() -> None:
+    HISTORY = FIXTURE
     runs = load_sessions(HISTORY)
     latest = load_transcript(HISTORY)
     assert latest.session.id == runs[-1].session.id

@@ -190,3 +190,70 @@ def test_aider_history_never_raises(tmp_path: Path, picks: list[int], noise: lis
     headers = sum(1 for line in data.split(b"\n") if aider.HEADER.match(line))
     assert len(runs) == headers
     assert len({r.session.id for r in runs}) == len(runs)
+
+
+# -- the paths added for fidelity (issue 15): hostile and truncated input never raises ----------
+
+content_parts = st.lists(st.dictionaries(
+    st.sampled_from(["text", "thought", "functionCall", "functionResponse", "inlineData"]),
+    json_values | st.dictionaries(st.sampled_from(["name", "args", "id", "response"]),
+                                  json_values, max_size=4),
+    max_size=3), max_size=4)
+
+
+@FUZZ
+@given(history=st.lists(st.dictionaries(st.sampled_from(["role", "parts"]),
+                                        st.sampled_from(["user", "model", "x"]) | content_parts
+                                        | json_values, max_size=2), max_size=8),
+       wrap=st.booleans(), cut=st.integers(0, 400))
+def test_gemini_history_contents_never_raise(tmp_path: Path, history: list[Any], wrap: bool,
+                                             cut: int) -> None:
+    data = orjson.dumps({"history": history} if wrap else history)
+    for blob in (data, data[:cut]):
+        path = tmp_path / "checkpoint-x.json"
+        path.write_bytes(blob)
+        count, stats = _read(path, "gemini-cli")
+        assert count <= 2 * len(history) + 1 and stats.lines <= 1
+
+
+patch_lines = st.sampled_from([
+    "*** Begin Patch", "*** End Patch", "*** Update File: a.py", "*** Add File: ../x",
+    "*** Delete File: ", "*** Move to: C:\\w\\b.py", "@@", "-old", "+new", "EOF",
+    "apply_patch <<'EOF'", "apply_patch", "+++ b/c.py", "\x00", "*** Update File: " + "z" * 300,
+])
+
+
+@FUZZ
+@given(lines=st.lists(patch_lines | st.text(max_size=40), max_size=30),
+       cwd=st.sampled_from([None, "/w", "C:\\w", "", "relative"]))
+def test_shell_patches_never_raise(lines: list[str], cwd: str | None) -> None:
+    from reverie.transcripts.classify import make_tool_call
+
+    command = "\n".join(lines)
+    for name, payload in (("shell", {"command": ["bash", "-lc", command]}),
+                          ("exec_command", {"cmd": command}), ("apply_patch", {"input": command})):
+        call = make_tool_call("codex", "c", name, payload, cwd)
+        assert all(isinstance(p, str) and p for p in call.file_paths)
+
+
+@FUZZ
+@given(changes=json_values | st.dictionaries(st.text(max_size=20), json_values, max_size=6))
+def test_patch_apply_end_changes_never_raise(tmp_path: Path, changes: Any) -> None:
+    record = {"timestamp": "2026-03-02T10:00:00.000Z", "type": "event_msg",
+              "payload": {"type": "patch_apply_end", "call_id": "c", "success": True,
+                          "changes": changes}}
+    path = tmp_path / "rollout-2026-03-02T10-00-00-x.jsonl"
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    count, stats = _read(path, "codex")
+    assert count == 1 and stats.skipped == 0
+
+
+@FUZZ
+@given(root=st.text(max_size=60), names=st.lists(st.text(max_size=40), max_size=5))
+def test_aider_working_dir_and_names_never_raise(tmp_path: Path, root: str,
+                                                 names: list[str]) -> None:
+    body = ["# aider chat started at 2026-03-02 10:00:00", f"> Git working dir: {root}",
+            "#### do it", "ok"] + [f"> Applied edit to {n}" for n in names]
+    data = "\n".join(body).encode("utf-8", "surrogatepass")
+    runs = aider.parse_history(tmp_path / ".aider.chat.history.md", data, ParseStats())
+    assert len(runs) == 1
