@@ -310,8 +310,10 @@ _AIDER_SKIP = frozenset({"node_modules", ".git", ".hg", ".svn", ".venv", "venv",
 
 def aider_history_files(workspace: Path) -> list[Path]:
     """The Aider histories of the workspace: in it or an enclosing folder up to the git root,
-    and in its sub-folders (Aider started in a sub-folder of the repository writes its history
-    there), at most ``_AIDER_DEPTH`` levels down, skipping dependency and build folders."""
+    and, when the workspace is a repository's root, in its sub-folders (Aider started in a
+    sub-folder writes its history there), at most ``_AIDER_DEPTH`` levels down, skipping
+    dependency and build folders and nested repositories. A folder that is not a repository
+    root (a home folder, /tmp) is never searched downwards."""
     found: list[Path] = []
     here = _workspace_variants(workspace)[0]
     for folder in (here, *here.parents):
@@ -320,7 +322,8 @@ def aider_history_files(workspace: Path) -> list[Path]:
             found.append(candidate)
         if (folder / ".git").exists():
             break
-    found.extend(_aider_below(here))
+    if (here / ".git").exists():
+        found.extend(_aider_below(here))
     return list(dict.fromkeys(found))
 
 
@@ -340,7 +343,8 @@ def _aider_below(root: Path) -> list[Path]:
                 if depth > 0 and entry.name == ".aider.chat.history.md" and entry.is_file():
                     found.append(Path(entry.path))
                 elif (depth < _AIDER_DEPTH and entry.name not in _AIDER_SKIP
-                      and not entry.is_symlink() and entry.is_dir()):
+                      and not entry.is_symlink() and entry.is_dir()
+                      and not os.path.exists(os.path.join(entry.path, ".git"))):
                     pending.append((Path(entry.path), depth + 1))
             except OSError:
                 continue
