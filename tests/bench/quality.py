@@ -53,16 +53,18 @@ def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
 
 def table(results: Sequence[PathResult]) -> str:
     head = (f"{'path':<6} {'project':<12} {'recall':>6} {'prec':>5} {'wrong':>5} {'leaks':>5} "
-            f"{'>150':>4} {'lines':>5} {'entries':>7} {'runs':>4} {'seconds':>7} {'s/sess':>6}")
+            f"{'>150':>4} {'hand':>4} {'lines':>5} {'entries':>7} {'runs':>4} {'seconds':>7} "
+            f"{'s/sess':>6}")
     rows = [head, "-" * len(head)]
     ordered = sorted(results, key=lambda r: (PATHS.index(r.path), r.project))
     combined = totals(results)
     for result in [*ordered, *(combined[p] for p in PATHS if p in combined)]:
         s = result.score
         per = f"{result.seconds / result.sessions:6.3f}" if result.sessions else "     -"
+        hand = (f"{len(s.hand_kept)}/{len(s.hand_expected)}" if s.hand_expected else "-")
         rows.append(
             f"{result.path:<6} {result.project:<12} {_pct(s.recall):>6} {_pct(s.precision):>5} "
-            f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {s.lines:>5} "
+            f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {hand:>4} {s.lines:>5} "
             f"{result.entries if result.path != 'notes' else '-':>7} {result.runs:>4} "
             f"{result.seconds:7.2f} {per}")
     return "\n".join(rows)
@@ -76,6 +78,8 @@ def details(results: Sequence[PathResult]) -> str:
         if result.errors:
             out.append("  errors: " + "; ".join(result.errors))
         out.append("  missed: " + (", ".join(data["missed"]) or "-"))
+        if data["hand_lost"]:
+            out.append("  hand-written lines lost: " + ", ".join(data["hand_lost"]))
         for bad in data["bad_lines"]:
             out.append(f"  {bad['label']:<5} {bad['by'] or '':<24} {bad['file']}: "
                        f"{bad['text'][:160]}")

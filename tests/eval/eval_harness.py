@@ -128,6 +128,28 @@ class Sandbox:
             return self.workspace / ".aider.chat.history.md"
         return self.agent_home / rel
 
+    def memory_dir(self) -> Path:
+        from reverie.config import ProjectPaths, Settings
+
+        with _environment(self.env()):
+            return ProjectPaths(Settings(), self.workspace).memory_dir
+
+    def seed_hand_written(self) -> None:
+        """What the user wrote into memory by hand before the first session (labels ``[[hand]]``):
+        a topic file and its index line, as a person would add them."""
+        hand = self.fixture.labels.hand
+        if not hand:
+            return
+        memory = self.memory_dir()
+        memory.mkdir(parents=True, exist_ok=True)
+        lines = "".join(f"- {text}\n" for _, text in hand)
+        (memory / "team-notes.md").write_text(
+            "---\nname: Team notes\ndescription: conventions the team wrote down\ntype: project"
+            f"\n---\n\n# Team notes\n\n{lines}", "utf-8")
+        (memory / "MEMORY.md").write_text(
+            "# Memory\n\n- [Team notes](team-notes.md) - conventions the team wrote down\n",
+            "utf-8")
+
     def install(self, entry: SessionEntry, mtime: float | None = None) -> tuple[Path, str]:
         """Copy one session in; returns its file and the session id discovery will give it."""
         text = self.fixture.content(entry).replace(self.fixture.workspace, str(self.workspace))
@@ -260,6 +282,8 @@ def run_project(name: str, *, paths: tuple[str, ...] = PATHS, subprocess: bool =
             notes = PathResult("notes", name, Score())
             dream = PathResult("dream", name, Score())
             memory_dir: Path | None = None
+            if "dream" in paths:
+                box.seed_hand_written()
             for entry in fixture.sessions:
                 _, session_id = box.install(entry)
                 text, error = _notes(box, session_id, subprocess, extra_env, notes)
@@ -305,6 +329,7 @@ def run_project(name: str, *, paths: tuple[str, ...] = PATHS, subprocess: bool =
 def _sleep(fixture: Fixture, box: Sandbox, subprocess: bool,
            extra_env: dict[str, str] | None) -> PathResult:
     result = PathResult("sleep", fixture.name, Score())
+    box.seed_hand_written()
     for entry in fixture.sessions:
         target, session_id = box.install(entry, mtime=entry.end.timestamp())
         _text, error = _notes(box, session_id, subprocess, extra_env)
@@ -312,7 +337,6 @@ def _sleep(fixture: Fixture, box: Sandbox, subprocess: bool,
             result.errors.append(error)
         os.utime(target, (entry.end.timestamp(), entry.end.timestamp()))
     days = sorted({e.end.date() for e in fixture.sessions})
-    memory_dir = None
     for day in days:
         code, out, seconds = run_cli(["sleep", "--workspace", str(box.workspace), "--date",
                                       day.isoformat(), "--json"], box.env(),
@@ -323,11 +347,7 @@ def _sleep(fixture: Fixture, box: Sandbox, subprocess: bool,
         if code or not report:
             result.errors.append(f"sleep {day} failed (exit {code})")
     result.sessions = len(fixture.sessions)
-    from reverie.config import ProjectPaths, Settings
-
-    with _environment(box.env()):
-        memory_dir = ProjectPaths(Settings(), box.workspace).memory_dir
-    result.files = memory_files(memory_dir)
+    result.files = memory_files(box.memory_dir())
     result.score = score_files(result.files, fixture.labels, "memory",
                                expected_facts(fixture.labels, "memory"), aliases=box.aliases())
     result.entries = _entry_count(result.files)

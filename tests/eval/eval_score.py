@@ -76,6 +76,8 @@ class Labels:
     noise: list[Pattern]
     ok: list[Pattern]
     secrets: list[str]
+    hand: list[tuple[str, str]] = field(default_factory=list)  # (id, text) written by hand
+    hand_patterns: list[Pattern] = field(default_factory=list)
 
     def in_scope(self, items: list[Pattern], scope: Scope) -> list[Pattern]:
         return [p for p in items if scope in p.scopes]
@@ -121,6 +123,8 @@ def load_labels(path: Path) -> Labels:
         noise=noise + _items(data, "noise", both, name),
         ok=_items(data, "ok", both, name),
         secrets=list(data.get("secrets", {}).get("values", [])),
+        hand=[(str(h["id"]), str(h["text"])) for h in data.get("hand", [])],
+        hand_patterns=[p for p in _items(data, "hand", both, name) if p.regexes],
     )
 
 
@@ -198,6 +202,8 @@ class Score:
     verdicts: list[Verdict] = field(default_factory=list)
     leaks: int = 0
     long_index_lines: int = 0
+    hand_expected: list[str] = field(default_factory=list)
+    hand_kept: list[str] = field(default_factory=list)
 
     def merge(self, other: Score) -> None:
         self.expected += other.expected
@@ -205,6 +211,8 @@ class Score:
         self.verdicts += other.verdicts
         self.leaks += other.leaks
         self.long_index_lines += other.long_index_lines
+        self.hand_expected += other.hand_expected
+        self.hand_kept += other.hand_kept
 
     def count(self, label: str) -> int:
         return sum(1 for v in self.verdicts if v.label == label)
@@ -236,6 +244,8 @@ class Score:
             "other": self.count("other"), "leaks": self.leaks,
             "long_index_lines": self.long_index_lines,
             "facts_expected": len(self.expected), "facts_matched": len(self.matched),
+            "hand_expected": len(self.hand_expected), "hand_kept": len(self.hand_kept),
+            "hand_lost": [h for h in self.hand_expected if h not in self.hand_kept],
             "missed": self.missed,
             "bad_lines": [{"label": v.label, "by": v.by, "file": v.entry.file,
                            "text": v.entry.text[:300]}
@@ -262,7 +272,8 @@ def classify(entry: Entry, labels: Labels, scope: Scope) -> Verdict:
     for pattern in labels.in_scope(labels.noise, scope):
         if pattern.matches(entry):
             return Verdict(entry, "noise", pattern.id)
-    for pattern in labels.in_scope(labels.facts, scope) + labels.in_scope(labels.ok, scope):
+    for pattern in (labels.in_scope(labels.facts, scope) + labels.in_scope(labels.ok, scope)
+                    + labels.hand_patterns):
         if pattern.matches(entry):
             return Verdict(entry, "useful", pattern.id)
     return Verdict(entry, "neutral" if entry.index else "other")
@@ -291,6 +302,11 @@ def score_files(files: dict[str, str], labels: Labels, scope: Scope,
     for pattern in expected:
         if any(pattern.matches(e) for e in usable):
             result.matched.append(pattern.id)
+    if scope == "memory":
+        for pattern in labels.hand_patterns:
+            result.hand_expected.append(pattern.id)
+            if any(pattern.matches(e) for e in usable):
+                result.hand_kept.append(pattern.id)
     return result
 
 

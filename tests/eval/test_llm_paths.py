@@ -24,10 +24,9 @@ LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]]
     "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 8),
     "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 4, 8),
 }
-#: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path; the goal
-#: is 0. Today the ledger-api database URL password (postgresql://user:PW@host) is not redacted
-#: (issue 17.2, the "redact" helper) and reaches the notes writer and deep sleep.
-MAX_SECRETS_SENT: dict[str, int] = {"dream": 1, "sleep": 1}
+#: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
+#: database URL password reached the model until redaction covered URL credentials, 5a58f6a)
+MAX_SECRETS_SENT: dict[str, int] = {"dream": 0, "sleep": 0}
 
 LLM_GOAL: tuple[float, float, float, float, float, float, int, int] = (
     0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0)
