@@ -13,16 +13,20 @@ from __future__ import annotations
 import _thread
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from reverie.priority import BACKGROUND_NICE, lower_thread_priority
 
-__all__ = ["BACKGROUND_NICE", "lower_thread_priority", "run_in_background"]
+__all__ = ["BACKGROUND_NICE", "Runner", "lower_thread_priority", "run_in_background"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: ``run(func, *args)``: where a job runs a picklable module-level function (a worker process's
+#: ``call`` in the language server, ``run_in_background`` in the CLI)
+Runner = Callable[..., Awaitable[Any]]
 
 
 async def run_in_background(func: Callable[..., T], /, *args: Any) -> T:

@@ -33,9 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from reverie.background import run_in_background
     from reverie.session_memory.manager import SessionMemoryManager
+    from reverie.session_memory.source import TranscriptConversation, load_session_digests
     from reverie.transcripts.discovery import current_session, discover_sessions
-    from reverie.transcripts.reader import TranscriptError, load_transcript
+    from reverie.transcripts.reader import TranscriptError
 
     settings = load_settings()
     workspace_arg = args.workspace.expanduser().resolve() if args.workspace else None
@@ -57,19 +59,21 @@ def run(args: argparse.Namespace) -> int:
                 return fail(f"{target} is neither a file nor a session of {search_root}")
         path, session_id = ref.path, ref.session_id
 
+    # one streamed pass keeps digests (what the thresholds need), not the conversation: the
+    # writer reads the transcript again, itself streaming, only if an extraction runs
     try:
-        transcript = load_transcript(path, session_id=session_id)
+        session, digests = load_session_digests(path, session_id)
     except TranscriptError as exc:
         return fail(str(exc))
-    session = transcript.session
+    conversation = TranscriptConversation(path, session.id, digests, run_in_background)
     workspace = workspace_arg or (
         Path(session.cwd).expanduser() if session.cwd else Path.cwd().resolve()
     )
 
     async def go() -> int:
         manager = SessionMemoryManager(settings, job_event_logger(logger))
-        result = await manager.extract(
-            session, transcript.messages, workspace, force=args.force
+        result = await manager.extract_conversation(
+            session, conversation, workspace, force=args.force
         )
         if args.json:
             print(json.dumps(result.as_json()))

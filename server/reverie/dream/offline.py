@@ -9,6 +9,7 @@ names the session it came from; the topic's front matter lists the sources.
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 from collections import Counter
@@ -33,6 +34,8 @@ from reverie.memory.store import (
 )
 from reverie.redact import redact
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult, Transcript
+
+logger = logging.getLogger(__name__)
 
 MAX_FACTS_PER_TOPIC = 80
 MAX_NEW_PER_SESSION = 12
@@ -442,3 +445,59 @@ def consolidate_offline(
     )
     return OfflineResult(files_touched=touched, facts_added=total,
                          redactions=out.redactions, summary=summary)
+
+
+# --- the engine's whole run over session files: what a worker process calls -------------------
+
+
+class SessionSource(BaseModel):
+    """A session as the dream runner knows it: where its files are, nothing loaded yet."""
+
+    session_id: str
+    path: Path
+    notes_path: Path | None = None
+    cwd: str | None = None
+    #: when the transcript has no timestamps of its own
+    updated_at: datetime
+
+
+def consolidate_sources(
+    memory_dir: Path,
+    sessions: Sequence[SessionSource],
+    extra: str = "",
+    log_entries: Sequence[LogEntry] = (),
+) -> OfflineResult:
+    """``consolidate_offline`` over session files, read here (the language server runs this in
+    a worker process; ``memory_dir`` is the staging copy). An unreadable transcript is logged and
+    its notes are still used."""
+    inputs = [_load_source(source) for source in sessions]
+    return consolidate_offline(memory_dir, inputs, extra=extra, log_entries=log_entries)
+
+
+def _load_source(source: SessionSource) -> SessionInput:
+    from reverie.transcripts.reader import TranscriptError, load_transcript
+
+    transcript = None
+    try:
+        transcript = load_transcript(source.path, session_id=source.session_id)
+    except (TranscriptError, OSError, ValueError) as exc:
+        logger.warning("skipping unreadable transcript %s: %s", source.path, exc)
+    notes = None
+    if source.notes_path is not None:
+        try:
+            notes = source.notes_path.read_text("utf-8", errors="replace")
+        except OSError:
+            notes = None
+    anchor = _session_time(transcript) or source.updated_at
+    return SessionInput(session_id=source.session_id, anchor=anchor, transcript=transcript,
+                        notes=notes, cwd=source.cwd)
+
+
+def _session_time(transcript: Transcript | None) -> datetime | None:
+    """When a session happened, from its own records (file mtimes move when files are copied)."""
+    if transcript is None:
+        return None
+    stamps = [m.timestamp for m in transcript.messages if m.timestamp is not None]
+    if stamps:
+        return max(stamps)
+    return transcript.session.updated_at

@@ -11,18 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import BrokenExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reverie.background import run_in_background
+from reverie.background import Runner, run_in_background
 from reverie.config import ProjectPaths, Settings
 from reverie.dream.daily_log import LogScan, mark_consolidated, scan_unconsolidated
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
-from reverie.dream.offline import SessionInput, consolidate_offline
+from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError
@@ -39,7 +40,6 @@ from reverie.memory.store import visible_files
 from reverie.memory.transaction import TransactionError, check_memory_dir
 from reverie.redact import redact
 from reverie.transcripts.discovery import SessionRef, current_session, sessions_touched_since
-from reverie.transcripts.model import Transcript
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +159,13 @@ def _default_client_factory(settings: Settings, job: Literal["dream"]) -> ModelC
 
 
 class DreamRunner:
-    """Runs dreams for any number of workspaces; owns the scan throttle and background tasks."""
+    """Runs dreams for any number of workspaces; owns the scan throttle and background tasks.
+
+    ``run`` is where the offline engine's whole consolidation runs (the language server passes
+    a worker process's ``call``, so reading every session never takes its interpreter; default:
+    a thread). ``abort`` stops that worker when the dream is cancelled, so the staging copy is no
+    longer written while it is rolled back (without it the cancellation waits for the engine).
+    """
 
     def __init__(
         self,
@@ -167,11 +173,15 @@ class DreamRunner:
         events: EventSink = discard_events,
         client_factory: ClientFactory | None = None,
         throttle: ScanThrottle | None = None,
+        run: Runner | None = None,
+        abort: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
         self.events = events
         self.client_factory = client_factory or _default_client_factory
         self.throttle = throttle or ScanThrottle()
+        self._run_job = run
+        self._abort = abort
         self._tasks: dict[str, asyncio.Task[DreamResult]] = {}
 
     # --- events --------------------------------------------------------------------------
@@ -325,8 +335,7 @@ class DreamRunner:
                    engine="offline" if client.is_offline else client.provider)
         try:
             if client.is_offline:
-                outcome = await _finish_thread_then_cancel(
-                    asyncio.to_thread(self._offline, request, paths, refs, scan, staged, job_id))
+                outcome = await self._offline(request, paths, refs, scan, staged, job_id)
             else:
                 outcome = await self._with_model(request, paths, refs, scan, staged, client,
                                                  job_id)
@@ -377,7 +386,7 @@ class DreamRunner:
             result.ran = False
             return self._skip(result, "lock_busy", manual)
         if isinstance(exc, LLMError | MemoryValidationError | TransactionError | OSError
-                      | ValueError):
+                      | ValueError | BrokenExecutor):  # (the engine's worker process was killed)
             return self._fail(result, str(exc), manual, job_id)
         if isinstance(exc, Exception):
             logger.exception("dream failed")
@@ -385,39 +394,39 @@ class DreamRunner:
         raise exc
 
     # --- engines -------------------------------------------------------------------------
-    def _inputs(self, paths: ProjectPaths, refs: list[SessionRef]) -> list[SessionInput]:
-        from reverie.transcripts.reader import TranscriptError, load_transcript
-
-        inputs: list[SessionInput] = []
-        for ref in refs:
-            transcript = None
-            try:
-                transcript = load_transcript(ref.path, session_id=ref.session_id)
-            except (TranscriptError, OSError, ValueError) as exc:
-                logger.warning("skipping unreadable transcript %s: %s", ref.path, exc)
-            notes_path = paths.notes_path(ref.session_id)
-            notes = None
-            if notes_path.is_file():
-                notes = notes_path.read_text("utf-8", errors="replace")
-            anchor = _session_time(transcript) or ref.updated_at
-            inputs.append(SessionInput(session_id=ref.session_id, anchor=anchor,
-                                       transcript=transcript, notes=notes, cwd=ref.cwd))
-        return inputs
-
-    def _offline(self, request: DreamRequest, paths: ProjectPaths, refs: list[SessionRef],
-                 scan: LogScan | None, staged: StagedMemory, job_id: str) -> _Outcome:
+    async def _offline(self, request: DreamRequest, paths: ProjectPaths, refs: list[SessionRef],
+                       scan: LogScan | None, staged: StagedMemory, job_id: str) -> _Outcome:
         self._emit("progress", "gathering recent signal", job_id=job_id, phase="gather",
                    files_touched=[])
-        inputs = self._inputs(paths, refs)
+        sources = await asyncio.to_thread(_sources, paths, refs)
         extra, _ = redact(request.extra)
         self._emit("progress", "consolidating", job_id=job_id, phase="consolidate",
                    files_touched=[])
-        outcome = consolidate_offline(staged.path, inputs, extra=extra,
-                                      log_entries=scan.entries if scan else ())
+        outcome: OfflineResult = await self._engine(
+            consolidate_sources, staged.path, sources, extra, list(scan.entries) if scan else []
+        )
         touched = [str(staged.live_dir / name) for name in outcome.files_touched]
         self._emit("progress", outcome.summary, job_id=job_id, phase="updating",
                    files_touched=touched)
         return _Outcome(summary=outcome.summary)
+
+    async def _engine(self, func: Callable[..., _T], *args: Any) -> _T:
+        """``func(*args)`` through ``run`` (a worker process) or in a thread. On cancellation
+        the engine is stopped (``abort``) or else finished first: either way nothing writes to
+        the staging copy once the run is rolled back."""
+        if self._run_job is None:
+            return await _finish_thread_then_cancel(asyncio.to_thread(func, *args))
+        future = asyncio.ensure_future(self._run_job(func, *args))
+        try:
+            result: _T = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if self._abort is not None and not future.done():
+                await self._abort()
+            await asyncio.wait([future])
+            if not future.cancelled():
+                future.exception()  # retrieved: the cancellation is what is reported
+            raise
+        return result
 
     async def _with_model(self, request: DreamRequest, paths: ProjectPaths,
                           refs: list[SessionRef], scan: LogScan | None, staged: StagedMemory,
@@ -467,14 +476,16 @@ async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:
         raise
 
 
-def _session_time(transcript: Transcript | None) -> datetime | None:
-    """When a session happened, from its own records (file mtimes move when files are copied)."""
-    if transcript is None:
-        return None
-    stamps = [m.timestamp for m in transcript.messages if m.timestamp is not None]
-    if stamps:
-        return max(stamps)
-    return transcript.session.updated_at
+def _sources(paths: ProjectPaths, refs: list[SessionRef]) -> list[SessionSource]:
+    """What the offline engine reads of each session (paths only; it reads them itself)."""
+    sources = []
+    for ref in refs:
+        notes_path = paths.notes_path(ref.session_id)
+        sources.append(SessionSource(
+            session_id=ref.session_id, path=ref.path, cwd=ref.cwd, updated_at=ref.updated_at,
+            notes_path=notes_path if notes_path.is_file() else None,
+        ))
+    return sources
 
 
 def _normalise_new_text(staged: StagedMemory, refs: list[SessionRef]) -> None:

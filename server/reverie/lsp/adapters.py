@@ -18,10 +18,11 @@ from reverie.events import JobEvent
 from reverie.lsp.jobs import Job, JobResult
 
 if TYPE_CHECKING:
+    from reverie.background import Runner
     from reverie.lsp.server import ReverieLanguageServer
     from reverie.lsp.tracking import WorkspaceTracker
     from reverie.memory.lock import LockStatus
-    from reverie.session_memory.source import Runner, TranscriptConversation
+    from reverie.session_memory.source import TranscriptConversation
     from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
     from reverie.transcripts.model import Session
@@ -49,8 +50,11 @@ class ConversationDigests:
     (``session_memory.source.TranscriptConversation``).
     """
 
-    def __init__(self, run: Runner, size: int = MAX_TRACKED_SESSIONS) -> None:
+    def __init__(
+        self, run: Runner, job_run: Runner | None = None, size: int = MAX_TRACKED_SESSIONS
+    ) -> None:
         self._run = run
+        self._job_run = job_run
         self._size = size
         self._sessions: OrderedDict[str, _Tracked] = OrderedDict()
 
@@ -88,7 +92,9 @@ class ConversationDigests:
     def _conversation(self, ref: SessionRef, tracked: _Tracked) -> TranscriptConversation:
         from reverie.session_memory.source import TranscriptConversation
 
-        return TranscriptConversation(ref.path, ref.session_id, tracked.digests, self._run)
+        return TranscriptConversation(
+            ref.path, ref.session_id, tracked.digests, self._run, self._job_run
+        )
 
     async def _load(self, ref: SessionRef) -> tuple[Session | None, list[MessageDigest]]:
         from reverie.session_memory.source import load_session_digests
@@ -340,6 +346,8 @@ def start_dream(
             tracker.settings,
             events=server.jobs.sink_for(job),
             throttle=_RunnerThrottle(),
+            run=server.dream_job_call,
+            abort=server.abort_dream_job,
         )
         request = DreamRequest(
             workspace=tracker.folder,

@@ -244,6 +244,8 @@ class StatusResult(Wire):
     model: str | None = None
     offline: bool
     connections: list[WorkspaceConnections] = Field(default_factory=list)
+    #: the worker processes running now, by role (``parse``, ``load``, ``notes``, ``dream``): pid
+    workers: dict[str, int] = Field(default_factory=dict)
 
 
 class SessionsResult(Wire):

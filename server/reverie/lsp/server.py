@@ -73,6 +73,8 @@ SHUTDOWN_DRAIN_SECONDS = 5.0
 #: the load worker process stops after this long without a call (see ``load_worker``)
 LOAD_WORKER_IDLE_SECONDS = 60.0
 POPUP_REPEAT_SECONDS = 600.0
+#: the worker processes a server may own (cached properties of ``ReverieLanguageServer``)
+_WORKERS = ("parse_worker", "load_worker", "notes_worker", "dream_worker")
 _JOB_MODULES = (
     "reverie.lsp.tracking",
     "reverie.transcripts.watch",
@@ -164,7 +166,7 @@ class ReverieLanguageServer(LanguageServer):
             price_for=self._price_for,
         )
         self.trackers: dict[Path, WorkspaceTracker] = {}
-        self.conversations = ConversationDigests(self._load_call)
+        self.conversations = ConversationDigests(self._load_call, self.notes_job_call)
         #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
@@ -198,11 +200,51 @@ class ReverieLanguageServer(LanguageServer):
 
         return ParseWorker(idle_seconds=LOAD_WORKER_IDLE_SECONDS)
 
+    @functools.cached_property
+    def notes_worker(self) -> ParseWorker:
+        """Where offline notes extractions run whole (``session_memory.offline_job``): the
+        transcript is read and the notes built there, only the new text comes back. A process
+        of its own so a long extraction holds up neither the server's interpreter nor the reads
+        other sessions wait for; it stops after a minute without work."""
+        from reverie.transcripts.worker import ParseWorker
+
+        return ParseWorker(idle_seconds=LOAD_WORKER_IDLE_SECONDS)
+
+    @functools.cached_property
+    def dream_worker(self) -> ParseWorker:
+        """Where the offline dream's consolidation and the sleep cycle's offline deep phase run
+        (they read every session since the last run); stops after a minute without work."""
+        from reverie.transcripts.worker import ParseWorker
+
+        return ParseWorker(idle_seconds=LOAD_WORKER_IDLE_SECONDS)
+
     async def _load_call(self, func: Callable[..., Any], /, *args: Any) -> Any:
         return await self.load_worker.call(func, *args)
 
+    async def notes_job_call(self, func: Callable[..., Any], /, *args: Any) -> Any:
+        return await self.notes_worker.call(func, *args)
+
+    async def dream_job_call(self, func: Callable[..., Any], /, *args: Any) -> Any:
+        return await self.dream_worker.call(func, *args)
+
+    async def abort_dream_job(self) -> None:
+        """Stop the dream worker (a cancelled dream): the call in flight ends at once."""
+        worker = self.__dict__.get("dream_worker")
+        if worker is not None:
+            await asyncio.to_thread(worker.close)
+
+    def worker_pids(self) -> dict[str, int]:
+        """The worker processes running now, by role (none is started to answer this)."""
+        pids = {}
+        for name in _WORKERS:
+            worker = self.__dict__.get(name)
+            pid = worker.pid if worker is not None else None
+            if pid is not None:
+                pids[name.removesuffix("_worker")] = pid
+        return pids
+
     def close_workers(self) -> None:
-        for name in ("parse_worker", "load_worker"):
+        for name in _WORKERS:
             worker = self.__dict__.get(name)
             if worker is not None:
                 worker.close()
@@ -617,6 +659,7 @@ class ReverieLanguageServer(LanguageServer):
             provider=s.provider,
             model=s.model,
             offline=s.provider == "offline",
+            workers=self.worker_pids(),
         )
 
     # --- diagnostics ---------------------------------------------------------------------------

@@ -363,7 +363,10 @@ class WorkspaceTracker:
         async def body(job: Job) -> JobResult:
             from reverie.sleep.cycle import SleepCycle
 
-            cycle = SleepCycle(self.settings, events=self.server.jobs.sink_for(job))
+            cycle = SleepCycle(
+                self.settings, events=self.server.jobs.sink_for(job),
+                run=self.server.dream_job_call,
+            )
             report = await cycle.run(folder, date)
             if report.skipped_reason:
                 return JobResult(

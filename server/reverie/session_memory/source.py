@@ -16,12 +16,12 @@ The selection and rendering (``select_recent``) is one pure function, whichever 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from reverie.background import run_in_background
+from reverie.background import Runner, run_in_background
 from reverie.redact import redact
 from reverie.session_memory.conversation import render_message
 from reverie.session_memory.cursor import (
@@ -34,8 +34,9 @@ from reverie.transcripts.digest import MessageDigest, digests
 from reverie.transcripts.model import Message, Session
 from reverie.transcripts.tokens import context_tokens
 
-#: ``run(func, *args)``: where a ``TranscriptConversation`` runs its reads
-Runner = Callable[..., Awaitable[Any]]
+if TYPE_CHECKING:
+    from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +135,16 @@ def load_session_messages(path: Path, session_id: str) -> tuple[Session, list[Me
     return transcript.session, transcript.messages
 
 
-def load_session_digests(path: Path, session_id: str) -> tuple[Session, list[MessageDigest]]:
-    """The digests of a whole session: what the server keeps when it starts following one."""
-    session, messages = load_session_messages(path, session_id)
-    return session, digests(messages)
+def load_session_digests(
+    path: Path, session_id: str | None
+) -> tuple[Session, list[MessageDigest]]:
+    """The digests of a whole session: what the server keeps when it starts following one.
+    Streamed: only one message at a time is held besides the digests."""
+    from reverie.transcripts.reader import TranscriptReader
+
+    reader = TranscriptReader(Path(path), session_id=session_id)
+    items = digests(reader)
+    return reader.session, items
 
 
 def load_recent(
@@ -175,6 +182,10 @@ class Conversation(Protocol):
         """``select_recent`` of the whole conversation."""
         ...
 
+    async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
+        """The offline writer's whole run over the conversation (``offline_job``)."""
+        ...
+
 
 @dataclass(slots=True)
 class InMemoryConversation:
@@ -204,16 +215,25 @@ class InMemoryConversation:
 
         return await run_in_background(select)
 
+    async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
+        from reverie.session_memory.offline_job import notes_from_messages
+
+        return await run_in_background(notes_from_messages, job, list(self.items))
+
 
 @dataclass(slots=True)
 class TranscriptConversation:
     """A live session: digests kept by the caller (one list, extended in place as the
-    transcript grows), messages read from ``path`` through ``run`` when needed."""
+    transcript grows), messages read from ``path`` through ``run`` when needed, and the offline
+    writer's whole job run through ``job_run`` (default: ``run``)."""
 
     path: Path
     session_id: str
     items: list[MessageDigest]
     run: Runner
+    #: the language server gives its offline-job worker process: a long offline extraction
+    #: must not hold up the reads other sessions wait for
+    job_run: Runner | None = None
 
     def digests(self) -> Sequence[MessageDigest]:
         return self.items
@@ -231,5 +251,14 @@ class TranscriptConversation:
     ) -> RecentContext:
         result: RecentContext = await self.run(
             load_recent, self.path, self.session_id, after, full, overlap, budget_chars
+        )
+        return result
+
+    async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
+        from reverie.session_memory.offline_job import notes_from_transcript
+
+        run = self.job_run or self.run
+        result: OfflineNotesResult = await run(
+            notes_from_transcript, job, self.path, self.session_id
         )
         return result

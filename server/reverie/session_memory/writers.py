@@ -7,16 +7,19 @@ atomically, so a failing writer leaves the file byte-identical.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from reverie.background import run_in_background
 from reverie.config import Settings
 from reverie.events import EventSink
-from reverie.session_memory.offline import build_notes
-from reverie.session_memory.source import Conversation, ExtractedPoint, extracted_point
+from reverie.session_memory.offline_job import (
+    OfflineNotesJob,
+    OfflineNotesResult,
+    notes_from_messages,
+)
+from reverie.session_memory.source import Conversation, ExtractedPoint
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.model import Message, Session
@@ -59,29 +62,47 @@ class NotesWriter(Protocol):
     async def write(self, request: WriteRequest) -> WriteOutcome: ...
 
 
-def build_offline_notes(request: WriteRequest, messages: Sequence[Message]) -> WriteOutcome:
-    """Synchronous core of the offline writer (run in a worker thread): ``build_notes``."""
-    notes = build_notes(
-        iter(messages),
+def offline_job(request: WriteRequest) -> OfflineNotesJob:
+    """What the offline writer needs besides the conversation, picklable."""
+    return OfflineNotesJob(
         session=request.session,
         workspace=request.workspace,
         current_notes=request.current_notes,
         template=request.template,
         previous=request.state.generated,
     )
+
+
+def _outcome(result: OfflineNotesResult) -> WriteOutcome:
+    notes = result.notes
     return WriteOutcome(
-        text=notes.text,
-        point=extracted_point(messages),
-        redactions=notes.redactions,
+        text=notes.text, point=result.point, redactions=notes.redactions,
         generated=notes.generated,
     )
 
 
+def build_offline_notes(request: WriteRequest, messages: Iterable[Message]) -> WriteOutcome:
+    """The offline writer over ``messages``, synchronously (tests, benchmarks)."""
+    return _outcome(notes_from_messages(offline_job(request), messages))
+
+
 class OfflineWriter:
-    """The default engine: deterministic notes from the conversation, no model call."""
+    """The default engine: deterministic notes from the conversation, no model call.
+
+    The whole run (reading the conversation, building, merging) is the conversation's
+    ``offline_notes`` job: in the language server a worker process reads the transcript and
+    returns only the new text, so the server's interpreter never holds the conversation.
+    """
 
     name = "offline"
 
     async def write(self, request: WriteRequest) -> WriteOutcome:
-        messages = await request.conversation.messages()
-        return await run_in_background(build_offline_notes, request, messages)
+        from concurrent.futures import BrokenExecutor
+
+        from reverie.transcripts.reader import TranscriptError
+
+        try:
+            result = await request.conversation.offline_notes(offline_job(request))
+        except (TranscriptError, BrokenExecutor) as exc:  # unreadable; the worker was killed
+            return WriteOutcome(text=None, error=str(exc))
+        return _outcome(result)

@@ -17,6 +17,7 @@ from datetime import date as Date
 from datetime import datetime
 from pathlib import Path
 
+from reverie.background import Runner
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, JobEvent, discard_events
 from reverie.llm.types import ModelClient
@@ -98,8 +99,12 @@ class SleepCycle:
         batch_timeout: float = 7200.0,
         lock_wait_seconds: float = 300.0,
         lock_poll_seconds: float = 5.0,
+        run: Runner | None = None,
     ) -> None:
+        """``run``: where the offline deep phase reads and digests the sessions (the language
+        server passes a worker process's ``call``; default: a thread)."""
         self.settings = settings
+        self._run_job = run
         self._client = client
         self._clock = clock
         self._sleep = sleep
@@ -187,7 +192,10 @@ class SleepCycle:
             memory_before = await asyncio.to_thread(load_entries, paths.memory_dir)
             report.entries_before = report.entries_after = len(memory_before)
             if client.is_offline:
-                deep = await asyncio.to_thread(deep_sleep_offline, inputs)
+                if self._run_job is not None:
+                    deep = await self._run_job(deep_sleep_offline, inputs)
+                else:
+                    deep = await asyncio.to_thread(deep_sleep_offline, inputs)
             else:
                 initial, maximum, timeout = self._poll
                 deep = await deep_sleep_with_model(
