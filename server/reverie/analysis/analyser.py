@@ -18,6 +18,7 @@ built (raw texts are kept only in the bounded working state, never returned).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -46,11 +47,18 @@ from reverie.analysis.outcomes import (
     first_line,
     is_rejection,
     is_slip,
+    mentioned_files,
     result_failed,
     shorten,
     still_running,
 )
-from reverie.analysis.statements import StatementKind, is_correction, statements_in
+from reverie.analysis.statements import (
+    StatementKind,
+    avoided,
+    is_correction,
+    plain_statement,
+    split_request,
+)
 from reverie.redact import redact
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
 from reverie.transcripts.wrappers import UserTextKind, classify_user_text
@@ -81,6 +89,8 @@ class Limits:
     files: int = 3_000
     worklog: int = 80
     pending_calls: int = 5_000
+    #: changes remembered to credit a fix (the one before a pass is looked for among them)
+    recent_changes: int = 32
     command_cache: int = 2_048
 
 
@@ -105,6 +115,8 @@ class _Change:
     path: str
     essence: str | None
     evidence: Evidence
+    #: its number in the session's sequence of changes
+    number: int = 0
 
 
 @dataclass(slots=True)
@@ -115,6 +127,8 @@ class _Failure:
     error_raw: str
     evidence: Evidence
     changes_at: int
+    #: source files the failure's output names (a fix to one of them is the likeliest)
+    mentions: frozenset[str] = frozenset()
     count: int = 1
 
 
@@ -207,7 +221,7 @@ class SessionAnalyser:
         self._open_count = 0
         self._resolved: deque[_Resolved] = deque()
         self._changes = 0
-        self._last_change: _Change | None = None
+        self._recent_changes: deque[_Change] = deque(maxlen=self.limits.recent_changes)
         self._requests_head: list[Request] = []
         self._requests_tail: deque[Request] = deque(maxlen=self.limits.requests_tail)
         self._request_keys: set[bytes] = set()
@@ -215,6 +229,7 @@ class SessionAnalyser:
         self._by_subject: dict[str, int] = {}
         self._corrections: deque[Request] = deque(maxlen=self.limits.corrections)
         self._title: str | None = None
+        self._first_request: str | None = None
         self._steps: deque[_Step] = deque(maxlen=self.limits.worklog)
         self._step = _Step(None)
         self._last_request: tuple[str, Evidence] | None = None
@@ -274,20 +289,22 @@ class SessionAnalyser:
         text = self._clean(found.request[:_REQUEST_CHARS])
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
         self._count("requests")
-        if self._title is None:
-            words = first_line(text, 400).split()
-            self._title = shorten(" ".join(words[:12]), 100) or None
-        statements = statements_in(text)
-        stated = 0
+        statements, task = split_request(text)
         for statement in statements:
-            stated += len(statement.text)
             self._add_statement(_Statement(statement.kind, statement.text, statement.subject,
                                            statement.replaces, statement.chosen, evidence))
-        correction = is_correction(text)
-        if correction and not any(s.kind is StatementKind.CORRECTION for s in statements):
+        if is_correction(text) and not any(s.kind is StatementKind.CORRECTION
+                                           for s in statements):
             self._corrections.append(Request(text=shorten(text, 400), evidence=evidence))
-        if not statements or stated < 0.8 * len(" ".join(text.split())):
-            self._add_request(Request(text=shorten(text, 400), evidence=evidence))
+        elif len(task.split()) >= 4 or (task.strip() and not statements):
+            self._add_request(Request(text=shorten(task, 400), evidence=evidence))
+        if self._title is None:
+            # the task part names the session; when it is only "Move them." (or nothing: a
+            # request that is all rule or rename), the whole request does
+            substantial = len(task.split()) >= 4 or (task.strip() and not statements)
+            self._title = _title_of(task) if substantial else _title_of(text, asks=False)
+        if self._first_request is None:
+            self._first_request = text
         self._last_request = (shorten(text, 300), evidence)
         if not self._step.empty() or self._step.request is not None:
             self._steps.append(self._step)
@@ -403,9 +420,9 @@ class SessionAnalyser:
                 step.reads += 1
                 return
             for path in call.paths[:1]:
-                change = _Change(path, call.essence, call.evidence)
                 self._changes += 1
-                self._last_change = change
+                self._recent_changes.append(
+                    _Change(path, call.essence, call.evidence, self._changes))
                 self._passed(f"file:{path}", None, f"{call.name} {path}", call.evidence)
                 name = path.rsplit("/", 1)[-1]
                 if name in step.edited:
@@ -429,7 +446,6 @@ class SessionAnalyser:
                          has_result: bool) -> None:
         step = self._step
         step.commands += 1
-        command = call.command or ""
         if info.category is CommandCategory.EXPLORE:
             self._count("exploration_commands")
             if failed:
@@ -438,16 +454,17 @@ class SessionAnalyser:
         if failed and info.key.split(" ", 1)[0] in _SEARCH_COMMANDS and not output.strip():
             return  # a search that found nothing
         if info.is_project:
-            self._record_command(info, command, failed, has_result, call.evidence)
+            self._record_command(info, info.main, failed, has_result, call.evidence)
             if has_result:
-                self._last_check = (command, not failed)
+                self._last_check = (info.main, not failed)
         else:
             self._count("other_commands")
         if failed:
             step.failed += 1
-            self._fail(command, info.key, info, info.category, output, call.evidence)
+            self._fail(info.main, info.check_key or info.key, info, info.category, output,
+                       call.evidence)
         elif has_result:
-            self._passed(info.key, info, command, call.evidence)
+            self._passed(info.check_key or info.key, info, info.main, call.evidence)
 
     def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
                         evidence: Evidence) -> None:
@@ -481,7 +498,7 @@ class SessionAnalyser:
             self._count("errors_dropped")
             return
         bucket[signature] = _Failure(check, info, category, error_summary(output, 240),
-                                     evidence, self._changes)
+                                     evidence, self._changes, mentioned_files(output))
         self._open_count += 1
 
     def _passed(self, key: str, info: CommandInfo | None, command: str,
@@ -495,11 +512,23 @@ class SessionAnalyser:
             del bucket[signature]
             self._open_count -= 1
             changed = self._changes - failure.changes_at
-            fix = self._last_change if changed > 0 else None
+            fix = self._credit(failure) if changed > 0 else None
             self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
                                  max(changed - 1, 0), command, evidence))
         if not bucket:
             del self._open[key]
+
+    def _credit(self, failure: _Failure) -> _Change | None:
+        """The change that fixed ``failure``: of the changes since it, the last one to a file
+        its output named, else the last one to code (not docs or a changelog), else the last."""
+        since = [c for c in self._recent_changes if c.number > failure.changes_at]
+        if not since:
+            return None
+        named = [c for c in since if c.path.rsplit("/", 1)[-1] in failure.mentions]
+        if named:
+            return named[-1]
+        code = [c for c in since if not _is_prose(c.path)]
+        return (code or since)[-1]
 
     def _keep(self, resolved: _Resolved) -> None:
         if len(self._resolved) >= self.limits.errors:
@@ -592,6 +621,7 @@ class SessionAnalyser:
                     rules.append(Rule(
                         kind=statement.kind, text=statement.text, subject=statement.subject,
                         replaces=statement.replaces, chosen=statement.chosen,
+                        avoid=avoided(statement.text),
                         evidence=statement.evidence, superseded_by=statement.superseded_by))
             elif len(decisions) < self.limits.decisions:
                 decisions.append(Decision(
@@ -637,6 +667,8 @@ class SessionAnalyser:
         counts["redactions"] = self._redactions
         summary = Summarised(**{k: v for k, v in counts.items() if k in Summarised.model_fields})
         title = self._title
+        if title is None and self._first_request is not None:
+            title = _title_of(self._first_request)
         if title is None and session is not None and session.title:
             title = self._clean(shorten(session.title, 100))
         return SessionAnalysis(
@@ -666,6 +698,17 @@ class SessionAnalyser:
         return call.name
 
 
+_PROSE_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
+_PROSE_NAMES = ("changelog", "changes", "history", "news", "readme", "authors", "license")
+
+
+def _is_prose(path: str) -> bool:
+    """Docs, changelogs and notes: an edit to one rarely makes a check pass."""
+    name = path.rsplit("/", 1)[-1].lower()
+    return name.endswith(_PROSE_SUFFIXES) or name.split(".", 1)[0] in _PROSE_NAMES \
+        or "/docs/" in f"/{path.lower()}"
+
+
 def _supersedes(new: _Statement, old: _Statement) -> bool:
     """A later statement on the same subject replaces an earlier one when it is a decision, a
     correction, or names what the earlier one chose."""
@@ -674,6 +717,24 @@ def _supersedes(new: _Statement, old: _Statement) -> bool:
     if new.replaces and new.replaces.lower() in old.text.lower():
         return True
     return bool(old.chosen and new.replaces and old.chosen.lower() == new.replaces.lower())
+
+
+def _title_of(task: str, asks: bool = True) -> str | None:
+    """A title from a request: its first sentence that asks for something (``asks``; else its
+    first line), chat framing dropped, at most twelve words."""
+    sentences = [p for p in _TITLE_SPLIT.split(task) if p.strip()]
+    chosen = next((p for p in sentences if asks and _ASKS.search(p)), first_line(task, 400))
+    words = plain_statement(first_line(chosen, 400), capitalise=False).split()
+    return shorten(" ".join(words[:12]), 100) or None
+
+
+_TITLE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_ASKS = re.compile(
+    r"\b(?:fix|add|implement|make|update|create|write|build|change|refactor|rename|remove|"
+    r"delete|migrate|debug|investigate|set up|install|deploy|switch|move|port|upgrade|support|"
+    r"please|can you|could you|let'?s|need|want|why|how)\b|\?",
+    re.IGNORECASE,
+)
 
 
 def analyse_session(messages: Iterable[Message], session: Session | None = None,

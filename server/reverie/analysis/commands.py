@@ -55,6 +55,10 @@ class CommandInfo:
     key: str
     #: paths and selectors the run was narrowed to (empty: the whole target)
     scope: frozenset[str]
+    #: what a pass must share with a failure to resolve it: the key, or for checks (tests,
+    #: lint, types, format, build) the kind of check and the ecosystem, so that ``pnpm test``
+    #: covers ``vitest run src/x.test.ts -t y`` and ``pytest`` covers ``python -m pytest -k z``
+    check_key: str = ""
 
     @property
     def is_project(self) -> bool:
@@ -62,7 +66,7 @@ class CommandInfo:
 
     def covers(self, other: CommandInfo) -> bool:
         """This run checks at least what ``other`` checked (same key, same or broader scope)."""
-        if self.key != other.key:
+        if (self.check_key or self.key) != (other.check_key or other.key):
             return False
         if self.category not in _SCOPED:
             return True
@@ -170,6 +174,23 @@ _SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter
 _NARROWING_WORDS = frozenset({"--lf", "--last-failed", "--only-failures", "--failed"})
 
 
+#: the ecosystem a check tool belongs to (a failure in one is not resolved by a pass in another)
+_ECOSYSTEMS: dict[str, str] = {
+    **dict.fromkeys(("npm", "pnpm", "yarn", "bun", "npx", "node", "vitest", "jest", "mocha",
+                     "eslint", "prettier", "tsc", "vue-tsc", "playwright", "cypress", "biome",
+                     "deno", "webpack", "esbuild", "rollup", "ava", "stylelint"), "js"),
+    **dict.fromkeys(("pytest", "py.test", "python", "python3", "tox", "nox", "ruff", "mypy",
+                     "pyright", "basedpyright", "black", "isort", "flake8", "pylint", "uv",
+                     "poetry", "hatch", "pdm"), "python"),
+    **dict.fromkeys(("cargo", "rustfmt"), "rust"),
+    **dict.fromkeys(("go", "gofmt", "golangci-lint"), "go"),
+    **dict.fromkeys(("mix",), "elixir"),
+    **dict.fromkeys(("bundle", "rake", "rails", "rspec", "rubocop"), "ruby"),
+    **dict.fromkeys(("gradle", "./gradlew", "gradlew", "mvn", "./mvnw"), "jvm"),
+    **dict.fromkeys(("dotnet",), "dotnet"),
+}
+
+
 def _segments(text: str) -> list[str]:
     """``text`` split at ``&&``, ``||``, ``;`` and newlines outside quotes; each segment cut at
     its first unquoted pipe (what follows a pipe filters the command's output)."""
@@ -227,6 +248,9 @@ def _strip_prefixes(words: list[str]) -> list[str]:
             changed = True
         if len(out) >= 2 and (out[0], out[1]) in _RUNNERS:
             out = out[2:]
+            changed = True
+        if len(out) >= 2 and out[0] in ("pnpm", "yarn", "bun") and out[1] in _TOOLS:
+            out = out[1:]  # ``pnpm vitest run`` runs vitest
             changed = True
         if out and out[0] in _DIRECT_RUNNERS and len(out) >= 2:
             out = out[1:]
@@ -361,26 +385,37 @@ def _scope(category: CommandCategory, args: list[str]) -> frozenset[str]:
 
 
 def analyse_command(command: str) -> CommandInfo:
-    """Classify one shell command line (compound lines: the first non-exploring segment)."""
+    """Classify one shell command line. A compound line is classified by its first segment
+    that does not just look around; its ``main`` form keeps ``cd`` and the other real commands
+    (``cd web && pnpm test``, ``ruff check . && mypy billing``) and drops the looking around
+    (``rm package-lock.json && pnpm install`` → ``pnpm install``)."""
     text = command.strip()
     chosen: tuple[str, list[str]] | None = None
     first: tuple[str, list[str]] | None = None
-    for main_part in _segments(text[:2_000]):
-        words = _python_module(_strip_prefixes(_tokens(main_part)))
+    kept: list[str] = []
+    for part in _segments(text[:2_000]):
+        words = _python_module(_strip_prefixes(_tokens(part)))
         if not words:
             continue
         if first is None:
-            first = (main_part, words)
+            first = (part, words)
         category = _category_of(words)[0]
-        if category is not CommandCategory.EXPLORE:
-            chosen = (main_part, words)
-            break
+        if words[0] == "cd" and chosen is None:
+            kept.append(part)
+        elif category is not CommandCategory.EXPLORE:
+            kept.append(part)
+            if chosen is None:
+                chosen = (part, words)
     picked = chosen or first
     if picked is None:
         return CommandInfo(text, CommandCategory.EXPLORE, "", frozenset())
-    main, words = picked
+    segment, words = picked
+    main = " && ".join(kept) if chosen is not None else segment
     category, key, start = _category_of(words)
-    reads_temp = bool(_TEMP.search(_REDIRECT.sub("", main)))  # ``> /tmp/log`` only writes
+    reads_temp = bool(_TEMP.search(_REDIRECT.sub("", segment)))  # ``> /tmp/log`` only writes
     if reads_temp and category is not CommandCategory.VCS:
         category = CommandCategory.EXPLORE  # a script or output under /tmp: a one-off look
-    return CommandInfo(main, category, key, _scope(category, words[start:]))
+    check_key = key
+    if category in _SCOPED:
+        check_key = f"{category.value}:{_ECOSYSTEMS.get(words[0].rsplit('/', 1)[-1], key)}"
+    return CommandInfo(main, category, key, _scope(category, words[start:]), check_key)

@@ -44,6 +44,8 @@ class Rule(_Model):
     #: the old choice it replaces, when it names one ("npm" in "use pnpm not npm")
     replaces: str | None = None
     chosen: str | None = None
+    #: what it says not to use ("never npm or yarn" → npm, yarn), lower-case
+    avoid: list[str] = Field(default_factory=list)
     evidence: Evidence
     #: the text of the later statement in this session that replaced it
     superseded_by: str | None = None

@@ -99,16 +99,40 @@ def first_line(text: str, limit: int) -> str:
 
 
 def error_summary(output: str, limit: int = 200) -> str:
-    """The most telling line of a failure's output (looked for in its head and tail only)."""
+    """The most telling line of a failure's output (looked for in its head and tail only): an
+    assertion or exception line first, else the first line that mentions an error; never a
+    separator such as ``==== FAILURES ====``."""
     lines = [ln.strip() for ln in _WRAPPER_TAGS.sub("", _sample(output)).splitlines()
-             if ln.strip()]
+             if ln.strip() and not _SEPARATOR.match(ln)]
     if not lines:
         return "(no output)"
-    index = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
+    index = next((i for i, ln in enumerate(lines) if _STRONG_ERROR.search(ln)), None)
+    if index is None:
+        index = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
     chosen = lines[index]
     if chosen.endswith(":") and index + 1 < len(lines):
         chosen = f"{chosen} {lines[index + 1]}"  # "failed due to the following issue:" + why
     return shorten(chosen, limit)
+
+
+_SEPARATOR = re.compile(r"^\s*[=_\-*~#⎯─━]{3,}[^\w]*(?:\w[\w ]{0,40})?[^\w]*[=_\-*~#⎯─━]{3,}\s*$"
+                        r"|^\s*[=_\-*~#⎯─━]{3,}\s*$")
+_STRONG_ERROR = re.compile(
+    r"^E\s+\S|^FAILED\s|^FAIL\s|\b[A-Z]\w*(?:Error|Exception)\b\s*:|^error(?:\[\w+\])?:|"
+    r"^fatal:|npm ERR!|\berror TS\d+|^\s*(?:×|✗|✕)\s|Traceback|panicked at|^\s*●\s",
+)
+_PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
+                         r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
+
+
+def mentioned_files(output: str, limit: int = 20) -> frozenset[str]:
+    """Base names of the source files a failure's output names (head and tail only)."""
+    names: list[str] = []
+    for match in _PATH_TOKEN.finditer(_sample(output)):
+        names.append(match.group(0).rsplit("/", 1)[-1])
+        if len(names) >= limit:
+            break
+    return frozenset(names)
 
 
 def _texts(call: ToolCall) -> tuple[list[str], list[str]]:

@@ -150,6 +150,23 @@ _CHOSEN = re.compile(
     r"[`'\"]?([\w.@/-]+)",
     re.IGNORECASE,
 )
+_RULE_LIKE = frozenset({StatementKind.RULE, StatementKind.NOTE, StatementKind.PREFERENCE})
+_TASK_WORDS = re.compile(
+    r"\b(?:fix|add|implement|make|update|create|write|build|change|refactor|rename|remove|"
+    r"delete|migrate|debug|investigate|look|check|run|test|please|can you|could you|now|"
+    r"let'?s|need|want|help|show|explain|find|move|switch|set up|install|deploy|try)\b",
+    re.IGNORECASE,
+)
+_AVOIDED = re.compile(
+    r"\b(?:never|not|instead of|rather than|don'?t use|do not use|no)\s+(?:use\s+|the\s+)?"
+    r"[`'\"]?([\w.@/-]+)",
+    re.IGNORECASE,
+)
+_AVOIDED_ALL = re.compile(
+    r"\b(?:never|not|instead of|rather than|don'?t use|do not use)\s+(?:use\s+|the\s+)?"
+    r"[`'\"]?([\w.@/-]+)[`'\"]?(?:\s*(?:,|or|nor|and)\s+[`'\"]?([\w.@/-]+))?",
+    re.IGNORECASE,
+)
 _STOP = frozenset(
     "a an the to of in on for and or but is are be it this that these those we you i me my our "
     "your please always never dont don't do not from now on going forward note important use "
@@ -214,56 +231,88 @@ def _word_after(pattern: re.Pattern[str], text: str) -> str | None:
 
 def statements_in(request: str) -> list[Statement]:
     """The rules, preferences, notes, corrections, decisions and renames ``request`` states."""
+    return split_request(request)[0]
+
+
+def split_request(request: str) -> tuple[list[Statement], str]:
+    """``request``'s statements, and the rest of it: the task (sentences that state nothing
+    general), as one string."""
     out: list[Statement] = []
     if not _TRIGGER.search(request[:4000]):
-        return out  # most requests state nothing general: one cheap scan decides
+        return out, request  # most requests state nothing general: one cheap scan decides
     sentences = _sentences(request)
+    task: list[str] = []
+    previous: Statement | None = None
     for position, sentence in enumerate(sentences):
-        if sentence.endswith("?") and not _NOTE.search(sentence):
-            continue  # a question is not an instruction
-        rename = _RENAME.search(sentence)
-        if rename is not None:
-            old = rename.group(1) or rename.group(3)
-            new = rename.group(2) or rename.group(4)
-            out.append(Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new))
-            continue
-        if _DECISION.search(sentence):
-            replaced = _word_after(_REPLACED, sentence)
-            chosen = _word_after(_CHOSEN, sentence)
-            subject = (_known_subject(chosen) or _known_subject(replaced)
-                       or subject_of(sentence))
-            out.append(Statement(StatementKind.DECISION, sentence, subject, replaced, chosen))
-            continue
-        if position == 0 and _CORRECTION_START.match(sentence):
-            if _CORRECTION_GENERAL.search(sentence):
-                out.append(Statement(StatementKind.CORRECTION, sentence, subject_of(sentence),
-                                     _word_after(_REPLACED, sentence),
-                                     _word_after(_CHOSEN, sentence)))
-            continue
-        if _NOTE.search(sentence):
-            out.append(Statement(StatementKind.NOTE, sentence, subject_of(sentence)))
-        elif _RULE.search(sentence):
-            out.append(Statement(StatementKind.RULE, sentence, subject_of(sentence)))
-        elif _PREFERENCE.search(sentence):
-            out.append(Statement(StatementKind.PREFERENCE, sentence, subject_of(sentence),
-                                 _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence)))
-    return out
+        found = _statement(sentence, position)
+        if found is None and previous is not None and previous.kind in _RULE_LIKE \
+                and not _TASK_WORDS.search(sentence) and not sentence.endswith("?"):
+            # "Money is integer cents. Decimal only at the API boundary." : the second
+            # sentence goes on with the first one's rule
+            found = Statement(StatementKind.NOTE, sentence, previous.subject)
+        if found is None:
+            task.append(sentence)
+        else:
+            out.append(found)
+        previous = found
+    return out, " ".join(task)
+
+
+def _statement(sentence: str, position: int) -> Statement | None:
+    if sentence.endswith("?") and not _NOTE.search(sentence):
+        return None  # a question is not an instruction
+    rename = _RENAME.search(sentence)
+    if rename is not None:
+        old = rename.group(1) or rename.group(3)
+        new = rename.group(2) or rename.group(4)
+        return Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new)
+    if _DECISION.search(sentence):
+        replaced = _word_after(_REPLACED, sentence)
+        chosen = _word_after(_CHOSEN, sentence)
+        subject = _known_subject(chosen) or _known_subject(replaced) or subject_of(sentence)
+        return Statement(StatementKind.DECISION, sentence, subject, replaced, chosen)
+    if position == 0 and _CORRECTION_START.match(sentence):
+        if _CORRECTION_GENERAL.search(sentence):
+            return Statement(StatementKind.CORRECTION, sentence, subject_of(sentence),
+                             _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence))
+        return None
+    if _NOTE.search(sentence):
+        return Statement(StatementKind.NOTE, sentence, subject_of(sentence),
+                         _word_after(_AVOIDED, sentence))
+    if _RULE.search(sentence):
+        return Statement(StatementKind.RULE, sentence, subject_of(sentence),
+                         _word_after(_AVOIDED, sentence))
+    if _PREFERENCE.search(sentence):
+        return Statement(StatementKind.PREFERENCE, sentence, subject_of(sentence),
+                         _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence))
+    return None
+
+
+def avoided(text: str) -> list[str]:
+    """What a rule says not to use: "never npm or yarn" → ["npm", "yarn"]."""
+    words: list[str] = []
+    for match in _AVOIDED_ALL.finditer(text):
+        for group in match.groups():
+            if group and group.lower() not in _STOP:
+                words.append(group.strip("`'\".,;:").lower())
+    return list(dict.fromkeys(w for w in words if w))
 
 
 _FRAMING = re.compile(
     r"^(?:(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)"
-    r"\s*[:\-—!]\s*|(?:no|nope|wrong|actually|ok(?:ay)?|so|also|and)\b[,.!]?\s*|"
+    r"\s*[:\-—!]\s*|(?:no|nope|wrong|actually|ok(?:ay)?|so|also|and|now)\b[,.!:]?\s*|"
     r"(?:from now on|going forward|in the future|from here on)\b[,]?\s*|please\s+)+",
     re.IGNORECASE,
 )
 
 
-def plain_statement(text: str) -> str:
-    """``text`` as a plain statement: chat framing dropped, first letter upper-case."""
+def plain_statement(text: str, capitalise: bool = True) -> str:
+    """``text`` as a plain statement: chat framing dropped, first letter upper-case (unless
+    not ``capitalise``)."""
     core = _FRAMING.sub("", text.strip()).strip()
     if not core:
         return text.strip()
-    return core[0].upper() + core[1:]
+    return core[0].upper() + core[1:] if capitalise else core
 
 
 def is_correction(request: str) -> bool:

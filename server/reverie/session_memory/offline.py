@@ -109,6 +109,20 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
+def is_trivial(analysis: SessionAnalysis) -> bool:
+    """Nothing durable happened: no change, no project command, no error, nothing stated, and
+    only a few short requests ("hi! what's in this folder?")."""
+    return (
+        not any(f.edits for f in analysis.files)
+        and not analysis.commands and not analysis.errors and not analysis.rules
+        and not analysis.decisions and not analysis.corrections
+        and analysis.counts.requests <= 3
+        and all(len(r.text) < 80 for r in analysis.requests)
+        and analysis.counts.other_commands == 0
+        and analysis.end.final_answer is None  # an answer the user asked for is a result
+    )
+
+
 class NotesRenderer:
     """The generated lines of every section, from one session's analysis."""
 
@@ -116,6 +130,8 @@ class NotesRenderer:
         self.analysis = analysis
 
     def build(self) -> dict[str, list[str]]:
+        if is_trivial(self.analysis):
+            return {}  # small talk: nothing worth a line (not filler)
         sections = {
             "Session Title": self.title(),
             "Current State": self.current_state(),
@@ -178,25 +194,20 @@ class NotesRenderer:
         return lines
 
     def files_and_functions(self) -> list[str]:
-        files = self.analysis.files
-        edited = sorted((f for f in files if f.edits), key=lambda f: (-f.edits, f.first_seen))
-        read_only = sorted((f for f in files if not f.edits),
-                           key=lambda f: (-f.reads, f.first_seen))
+        """The files the session changed, with what it defined or changed in them (files only
+        read are context, not facts: they are left out)."""
+        edited = sorted((f for f in self.analysis.files if f.edits),
+                        key=lambda f: (-f.edits, f.first_seen))
         lines = [self._file_line(f) for f in edited[:60]]
-        if len(edited) > 60:
-            lines.append(f"- … {len(edited) - 60} more files edited")
-        lines.extend(f"- `{f.path}` (read {f.reads}×)" for f in read_only[:25])
-        more = len(read_only) - 25 + self.analysis.counts.files_dropped
+        more = len(edited) - 60 + self.analysis.counts.files_dropped
         if more > 0:
-            lines.append(f"- … {more} more files read")
+            lines.append(f"{SUMMARY_PREFIX}{more} more files not listed")
         return lines
 
     @staticmethod
     def _file_line(stats: FileActivity) -> str:
         verb = "created" if stats.created else "edited"
         detail = f"{verb}, {_plural(stats.edits, 'edit')}"
-        if stats.reads:
-            detail += f", read {stats.reads}×"
         if stats.symbols:
             detail += "; defines/changes " + ", ".join(f"`{s}`" for s in stats.symbols[:8])
         return f"- `{stats.path}` ({detail})"
@@ -207,8 +218,11 @@ class NotesRenderer:
             key=lambda c: (_CATEGORY_ORDER.index(c.category)
                            if c.category in _CATEGORY_ORDER else 99, -c.runs),
         )
+        avoid = {word for rule in self.analysis.current_rules for word in rule.avoid}
         lines: list[str] = []
         for command in commands:
+            if command.key.split(" ", 1)[0].lower() in avoid:
+                continue  # the user said not to use it ("never npm"): not the project's way
             label = command.category.value.capitalize()
             notes = [f"{command.runs}×"] if command.runs > 1 else []
             if command.working is None:
@@ -256,13 +270,15 @@ class NotesRenderer:
         return lines
 
     def codebase(self) -> list[str]:
+        """The directories the session worked in most (three files or more each)."""
         by_dir: dict[str, list[str]] = {}
         for stats in self.analysis.files:
             shown = PurePosixPath(stats.path)
             names = by_dir.setdefault(str(shown.parent), [])
             if shown.name not in names:
                 names.append(shown.name)
-        ranked = sorted(by_dir.items(), key=lambda item: -len(item[1]))[:15]
+        ranked = sorted(((d, n) for d, n in by_dir.items() if len(n) >= 3),
+                        key=lambda item: -len(item[1]))[:15]
         return [
             f"- `{'./' if directory == '.' else directory + '/'}`: {', '.join(names[:10])}"
             + (f" and {len(names) - 10} more" if len(names) > 10 else "")
@@ -282,7 +298,7 @@ class NotesRenderer:
         text = final.strip()
         if len(text) > FINAL_ANSWER_CHARS:
             text = text[:FINAL_ANSWER_CHARS].rstrip() + " …"
-        return ["Final answer of the latest exchange:", "", *text.splitlines()]
+        return text.splitlines()
 
     def worklog(self) -> list[str]:
         lines: list[str] = []

@@ -34,6 +34,8 @@ class UserTextKind(StrEnum):
     INTERRUPTION = "interruption"
     #: any other system-injected block (reminders, hook output, tag-only records)
     INJECTED = "injected"
+    #: "thanks", "ok", "looks good": a reply, not a request
+    ACKNOWLEDGEMENT = "acknowledgement"
     EMPTY = "empty"
 
 
@@ -79,6 +81,14 @@ _CONTINUATION_PREFIXES = (
 _CONTINUE_WORDS = frozenset({
     "continue", "please continue", "go on", "keep going", "proceed", "go ahead", "resume",
     "carry on", "continue please", "ok continue", "okay continue", "yes continue", "next",
+})
+
+
+_ACK_WORDS = frozenset({
+    "thanks", "thank you", "thx", "ty", "ok", "okay", "ok thanks", "okay thanks", "great",
+    "great thanks", "perfect", "perfect thanks", "cool", "nice", "awesome", "lgtm",
+    "looks good", "looks good thanks", "good", "good job", "well done", "thanks a lot",
+    "thank you so much", "many thanks", "ok great", "sounds good", "got it", "yes", "yep", "no",
 })
 
 
@@ -140,8 +150,12 @@ def classify_user_text(text: str, display: str | None = None) -> UserText:
         return UserText(UserTextKind.CONTEXT)
     if stripped.startswith(_INJECTED_PREFIXES) or _TAG_ONLY.match(stripped):
         return UserText(UserTextKind.INJECTED)
-    if len(stripped) <= 40 and _normal_words(stripped) in _CONTINUE_WORDS:
-        return UserText(UserTextKind.CONTINUATION)
+    if len(stripped) <= 40:
+        words = _normal_words(stripped)
+        if words in _CONTINUE_WORDS:
+            return UserText(UserTextKind.CONTINUATION)
+        if words in _ACK_WORDS:
+            return UserText(UserTextKind.ACKNOWLEDGEMENT)
     return UserText(UserTextKind.REQUEST, stripped)
 
 

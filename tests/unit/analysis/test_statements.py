@@ -72,7 +72,7 @@ def test_rules_and_requests_are_kept_apart(log: ClaudeLog) -> None:
     analysis = log.analyse()
     assert [r.text for r in analysis.requests] == [
         "fix the bug in cart.py and make the tests pass",
-        "Note: this repo uses Postgres 16. Add an index on orders.created_at.",
+        "Add an index on orders.created_at.",  # the task part; the note is a rule
     ]
     assert [(r.kind, r.subject) for r in analysis.rules] == [
         (K.RULE, "package-manager"), (K.NOTE, "database")]

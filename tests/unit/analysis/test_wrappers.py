@@ -133,4 +133,4 @@ def test_gemini_display_content(tmp_path: Path) -> None:
     assert messages[2].display_text is None
     assert reader.session.title == "now add a section about the release process"
     analysis = analyse_session(messages, reader.session)
-    assert analysis.title == "now add a section about the release process"
+    assert analysis.title == "add a section about the release process"  # "now" is framing

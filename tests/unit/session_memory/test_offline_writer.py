@@ -47,8 +47,8 @@ def test_claude_fixture_facts() -> None:
     assert "/orchestrator" in _section(text, "Session Title")
     # the file the session edits, with edit and read counts, relative to the session cwd
     files = _section(text, "Files and Functions")
-    assert "- `CLAUDE.md` (edited, 1 edit, read 1×)" in files
-    assert "`todo-app/package.json` (read 2×)" in files
+    assert "- `CLAUDE.md` (edited, 1 edit)" in files
+    assert "package.json" not in files  # only read: context, not a fact
     # a failed `tree` is exploration and the failed Edit / Task calls are the agent's own tool
     # slips ("File has not been read yet", a missing parameter): none of them is a project error
     errors = _section(text, "Errors & Corrections")
@@ -58,7 +58,8 @@ def test_claude_fixture_facts() -> None:
     # exploration (ls, tree, cat…) is never presented as the project's workflow
     workflow = _section(text, "Workflow")
     assert "ls -la" not in workflow and "tree " not in workflow
-    assert "Final answer of the latest exchange:" in _section(text, "Key results")
+    key_results = _section(text, "Key results")
+    assert key_results.startswith("CLAUDE.mdファイルを最新の状態にアップデートしました")
     assert "edited CLAUDE.md" in _section(text, "Worklog")
 
 
