@@ -13,7 +13,6 @@ raises to the caller for bad input: ``HookSkip`` carries a one-line reason.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -100,6 +99,8 @@ async def pre_compact(settings: Settings, hook: HookInput,
 
     Raises ``HookSkip`` when the session cannot be found or the budget ran out.
     """
+    import asyncio  # here: the session-start hook never needs it, and it costs ~50 ms to load
+
     deadline = time.monotonic() + budget
     workspace = session_workspace(settings, hook)
     if workspace is not None:
@@ -122,6 +123,8 @@ async def pre_compact(settings: Settings, hook: HookInput,
 
 
 async def _extract(settings: Settings, hook: HookInput, workspace: Path) -> str:
+    import asyncio
+
     from reverie.session_memory.manager import SessionMemoryManager
     from reverie.transcripts.reader import TranscriptError, load_transcript
 

@@ -43,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> dict[str, object] | None:
-    import asyncio
-
     from pydantic import ValidationError
 
     from reverie.agents.compaction import HookSkip, parse_hook_input, pre_compact, session_start
@@ -58,6 +56,8 @@ def _run(args: argparse.Namespace) -> dict[str, object] | None:
             raise HookSkip(f"invalid setting: {exc.errors()[0]['msg']}") from None
         if args.event == "session-start":
             return session_start(settings, hook)
+        import asyncio  # only here: session-start never needs the event loop
+
         _note(asyncio.run(pre_compact(settings, hook)))
     except HookSkip as exc:
         _note(str(exc))

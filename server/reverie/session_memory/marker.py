@@ -9,7 +9,6 @@ such a marker is stale, never an obstacle).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -74,6 +73,7 @@ async def wait_for_marker(
 ) -> bool:
     """Wait while another process extracts; True when nothing runs (any more), False when
     ``timeout`` ran out first."""
+    import asyncio  # not at the top: the session-start hook imports this module, never waits
     deadline = time.monotonic() + max(0.0, timeout)
     while running_since(path, stale_after) is not None:
         if time.monotonic() >= deadline:
