@@ -138,8 +138,12 @@ async def _extract(settings: Settings, hook: HookInput, workspace: Path) -> str:
     log = logging.getLogger(__name__)  # events go to the log (stderr), never to stdout
     manager = SessionMemoryManager(
         settings, lambda e: log.info("%s %s: %s", e.job, e.type, e.message))
-    result = await manager.extract(transcript.session, transcript.messages, workspace,
-                                   force=True)
+    # the notes are keyed by the agent's id for the session: that is what session-start and
+    # the language server (which names sessions as the agent does) look up
+    session = transcript.session
+    if session.id != hook.session_id:
+        session = session.model_copy(update={"id": hook.session_id})
+    result = await manager.extract(session, transcript.messages, workspace, force=True)
     if result.error:
         raise HookSkip(f"notes update failed: {result.error}")
     if result.skipped_reason:
