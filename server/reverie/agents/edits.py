@@ -161,7 +161,8 @@ def _tagged_line(block_id: str) -> re.Pattern[str]:
 def set_yaml_read(text: str, block_id: str, path: str, name: str) -> tuple[str, str | None]:
     """``text`` with ``path`` in its top-level ``read:`` list; returns (text, separator).
 
-    The separator is the one of a newly added block (None when a list line was used).
+    The separator is what was added besides the entry: the blank line before a new block, or
+    the newline after a final ``read:`` line (None when nothing was).
     """
     item = json.dumps(path)  # a double-quoted YAML scalar: safe for any path
     tagged = _tagged_line(block_id)
@@ -182,17 +183,24 @@ def set_yaml_read(text: str, block_id: str, path: str, name: str) -> tuple[str, 
             "'- file' per line and connect again (nothing was written)"
         )
     after_key = key.end()
-    if not key.group(2):  # "read:" is the last line, without a newline
-        text += newline_of(text)
+    added: str | None = None
+    if not key.group(2):  # "read:" is the last line, without a newline: remember adding one
+        added = newline_of(text)
+        text += added
         after_key = len(text)
     following = re.match(r"([ \t]*)-", text[after_key:])
     indent = following.group(1) if following else "  "
     line = f"{indent}- {item}  {_tag(block_id)}{newline_of(text)}"
-    return text[:after_key] + line + text[after_key:], None
+    return text[:after_key] + line + text[after_key:], added
 
 
 def remove_yaml_read(text: str, block_id: str, separator: str | None) -> str:
-    text = _tagged_line(block_id).sub("", text)
+    """``text`` without Reverie's entry; ``separator`` is what ``set_yaml_read`` returned."""
+    without = _tagged_line(block_id).sub("", text)
+    if without != text:  # a list line: the separator is the newline added after "read:"
+        if separator and without.endswith(separator):
+            without = without[: -len(separator)]
+        return without
     return remove_block(text, block_id, "hash", separator)
 
 
