@@ -321,7 +321,7 @@ def ledger_api() -> Project:
         Edit("src/ledger/totals.py", "import sys\nimport structlog", "import structlog"),
         Bash("uv run ruff check .", "All checks passed!"),
     ])
-    b4 = Session("b4", "gemini-cli", "2026-11-10T09:30:00Z", steps=[
+    b4 = Session("b4", "gemini-cli", "2026-11-10T09:30:00Z", jsonl=True, steps=[
         User("We need background jobs for the invoice emails. Decision: Celery with Redis as the "
              "broker (redis://localhost:6379/0). Please set up the worker."),
         Bash("uv add celery redis", "Resolved 52 packages in 401ms\n + celery==5.4.0\n"
@@ -526,7 +526,7 @@ def billing_rules() -> Project:
             "ROUND_HALF_EVEN, which also fixes the mypy error (float assigned to an int). "
             "`ruff check . && mypy billing` and the 66 tests pass."),
     ])
-    d3 = Session("d3", "gemini-cli", "2026-11-06T14:00:00Z", steps=[
+    d3 = Session("d3", "gemini-cli", "2026-11-06T14:00:00Z", jsonl=True, steps=[
         User("Decision: VAT rates live in billing/rates.toml, keyed by country code — no more "
              "hard-coded rates in tax.py. Please move them."),
         Read("billing/tax.py", 'RATES = {"DE": 0.19, "FR": 0.20}'),

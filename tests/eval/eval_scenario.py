@@ -116,6 +116,7 @@ class Session:
     steps: list[Step] = field(default_factory=list)
     branch: str = "main"
     model: str = ""
+    jsonl: bool = False  # Gemini CLI: the current append-only .jsonl format (else legacy .json)
 
     @property
     def started(self) -> datetime:
@@ -457,6 +458,28 @@ def gemini_document(s: Session, workspace: str) -> dict[str, Any]:
             "startTime": _iso(s.started), "lastUpdated": _iso(clock.now), "messages": messages}
 
 
+def gemini_jsonl(s: Session, workspace: str) -> list[dict[str, Any]]:
+    """The current Gemini CLI format: a metadata line, then messages appended as they change
+    (a tool-calling message first without its results, then again in full: last write wins by
+    id), with ``$set`` patches of ``lastUpdated``."""
+    doc = gemini_document(s, workspace)
+    out: list[dict[str, Any]] = [{"sessionId": doc["sessionId"], "projectHash": doc["projectHash"],
+                                  "startTime": doc["startTime"], "lastUpdated": doc["startTime"],
+                                  "kind": "main"}]
+    for message in doc["messages"]:
+        if message["type"] == "user":
+            out.append({**message, "content": [{"text": message["content"]}]})
+            out.append({"$set": {"lastUpdated": message["timestamp"]}})
+            continue
+        if message.get("toolCalls"):
+            pending = [{k: v for k, v in call.items() if k not in ("result", "resultDisplay")}
+                       | {"status": "executing"} for call in message["toolCalls"]]
+            out.append({**message, "toolCalls": pending, "tokens": None})
+        out.append(message)
+    out.append({"$set": {"lastUpdated": doc["lastUpdated"]}})
+    return out
+
+
 # --- Aider -----------------------------------------------------------------------------------
 
 def aider_run(s: Session) -> str:
@@ -518,8 +541,9 @@ def relative_path(s: Session, workspace: str) -> str:
                 f"{s.session_id}.jsonl")
     if s.agent == "gemini-cli":
         project = hashlib.sha256(workspace.encode()).hexdigest()
+        suffix = "jsonl" if s.jsonl else "json"
         return (f".gemini/tmp/{project}/chats/session-{s.started:%Y-%m-%dT%H-%M}-"
-                f"{s.session_id[:8]}.json")
+                f"{s.session_id[:8]}.{suffix}")
     return "repo/.aider.chat.history.md"
 
 
@@ -529,6 +553,8 @@ def render(s: Session, workspace: str) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in claude_lines(s, workspace))
     if s.agent == "codex":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in codex_lines(s, workspace))
+    if s.agent == "gemini-cli" and s.jsonl:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in gemini_jsonl(s, workspace))
     if s.agent == "gemini-cli":
         return json.dumps(gemini_document(s, workspace), indent=2, ensure_ascii=False) + "\n"
     return aider_run(s)
