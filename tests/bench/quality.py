@@ -44,6 +44,7 @@ def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
         total = out.setdefault(result.path, PathResult(result.path, "ALL", Score()))
         total.score.merge(result.score)
         total.seconds += result.seconds
+        total.engine_seconds += result.engine_seconds
         total.runs += result.runs
         total.sessions += result.sessions
         total.entries += result.entries
@@ -54,19 +55,21 @@ def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
 def table(results: Sequence[PathResult]) -> str:
     head = (f"{'path':<6} {'project':<12} {'recall':>6} {'prec':>5} {'wrong':>5} {'leaks':>5} "
             f"{'>150':>4} {'hand':>4} {'lines':>5} {'entries':>7} {'runs':>4} {'seconds':>7} "
-            f"{'s/sess':>6}")
+            f"{'s/sess':>6} {'job/sess':>8}")
     rows = [head, "-" * len(head)]
     ordered = sorted(results, key=lambda r: (PATHS.index(r.path), r.project))
     combined = totals(results)
     for result in [*ordered, *(combined[p] for p in PATHS if p in combined)]:
         s = result.score
         per = f"{result.seconds / result.sessions:6.3f}" if result.sessions else "     -"
+        job = (f"{result.engine_seconds / result.sessions:8.3f}"
+               if result.sessions and result.engine_seconds else "       -")
         hand = (f"{len(s.hand_kept)}/{len(s.hand_expected)}" if s.hand_expected else "-")
         rows.append(
             f"{result.path:<6} {result.project:<12} {_pct(s.recall):>6} {_pct(s.precision):>5} "
             f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {hand:>4} {s.lines:>5} "
             f"{result.entries if result.path != 'notes' else '-':>7} {result.runs:>4} "
-            f"{result.seconds:7.2f} {per}")
+            f"{result.seconds:7.2f} {per} {job}")
     return "\n".join(rows)
 
 

@@ -223,6 +223,7 @@ class PathResult:
     project: str
     score: Score
     seconds: float = 0.0
+    engine_seconds: float = 0.0  # what the dream job itself reported (duration_ms)
     runs: int = 0
     sessions: int = 0
     entries: int = 0  # memory entries (topic-file lines) the path left
@@ -232,7 +233,9 @@ class PathResult:
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "project": self.project, **self.score.as_json(),
-                "seconds": round(self.seconds, 3), "runs": self.runs, "sessions": self.sessions,
+                "seconds": round(self.seconds, 3),
+                "engine_seconds": round(self.engine_seconds, 3), "runs": self.runs,
+                "sessions": self.sessions,
                 "seconds_per_session": round(self.seconds / self.sessions, 4)
                 if self.sessions else None,
                 "entries": self.entries, "errors": self.errors,
@@ -305,6 +308,7 @@ def run_project(name: str, *, paths: tuple[str, ...] = PATHS, subprocess: bool =
                     box.env(), subprocess=subprocess, extra_env=extra_env)
                 result = _json(out)
                 dream.seconds += seconds
+                dream.engine_seconds += (result.get("duration_ms") or 0) / 1000
                 dream.runs += 1
                 dream.sessions += 1
                 if code or not result.get("memory_dir"):

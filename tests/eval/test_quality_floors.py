@@ -26,11 +26,12 @@ from eval_score import Score
 # 15:45: +1 wrong on dream and sleep from a new case (a hand-written "uses SWR" line that a5
 # reverses is kept as current); leaks 0 since redaction covers URL passwords. 15:35: decisions
 # (TanStack, Netlify, rates.toml, half-up) must be stated, not just appear in a command or a
-# file list: dream recall 76% -> 68% by that label fix alone.
+# file list: dream recall 76% -> 68% by that label fix alone. 15:55, main 78357ce (notes on the
+# analysis, 1034858): notes 98% / 98% / 0 wrong; dream 71% / 69% / 5; sleep 85% / 82% / 5.
 FLOORS: dict[str, tuple[float, float, int, int, int]] = {
-    "notes": (0.90, 0.80, 4, 0, 0),
-    "dream": (0.65, 0.55, 8, 0, 0),
-    "sleep": (0.80, 0.80, 7, 0, 41),
+    "notes": (0.95, 0.93, 0, 0, 0),
+    "dream": (0.68, 0.65, 5, 0, 0),
+    "sleep": (0.82, 0.80, 5, 0, 41),
 }
 
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no
