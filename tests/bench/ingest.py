@@ -148,14 +148,120 @@ def records(seed: int = 1) -> Iterator[dict[str, object]]:
                                                  "durationMs": 12000, "isMeta": False}
 
 
-def generate(path: Path, size_bytes: int, seed: int = 1) -> int:
-    """Write at least ``size_bytes`` of transcript to ``path``; returns the line count."""
+CODE = ("def normalise(path, cache):", "    if path in cache:", "        return cache[path]",
+        "    resolved = os.path.realpath(path)", "    cache[path] = resolved",
+        "    return resolved",
+        "class SessionCache:", "    def __init__(self, limit=128):", "        self.items = {}",
+        "import os", "from pathlib import Path", "# keep the fixture path stable across runs")
+
+
+def _numbered(rng: random.Random, lines: int) -> str:
+    """A ``Read`` result: numbered source lines, as Claude Code shows a file."""
+    start = rng.randint(1, 400)
+    return "\n".join(f"{start + i:>6}\u2192{rng.choice(CODE)}" for i in range(lines))
+
+
+def tool_heavy_records(seed: int = 1) -> Iterator[dict[str, object]]:
+    """A tool-heavy session (issue 15): per prompt 10-25 tool rounds, most responses a bare
+    tool call, multi-line results (numbered file reads, test output, grep hits) with Claude
+    Code's structured ``toolUseResult`` beside them (file content, edit patches)."""
+    rng = random.Random(seed)
+    session = str(uuid.UUID(int=rng.getrandbits(128)))
+    ts = 1_770_000_000.0
+    parent: str | None = None
+    while True:
+        ts += 30
+        prompt = _base(rng, session, parent, ts) | {
+            "type": "user", "message": {"role": "user", "content": _text(rng, rng.randint(5, 40))},
+        }
+        parent = str(prompt["uuid"])
+        yield prompt
+        for _ in range(rng.randint(10, 25)):
+            ts += 3
+            msg_id = f"msg_{rng.getrandbits(64):016x}"
+            usage = {"input_tokens": rng.randint(1, 9), "output_tokens": rng.randint(20, 300),
+                     "cache_read_input_tokens": rng.randint(20_000, 150_000)}
+            name = rng.choice(("Read", "Read", "Bash", "Edit", "Grep", "Read", "Bash"))
+            call_id = f"toolu_{rng.getrandbits(64):016x}"
+            blocks: list[dict[str, object]] = []
+            if rng.random() < 0.3:
+                blocks.append({"type": "text", "text": _text(rng, rng.randint(5, 30))})
+            blocks.append({"type": "tool_use", "id": call_id, "name": name,
+                           "input": _tool_input(rng, name)})
+            for block in blocks:
+                rec = _base(rng, session, parent, ts) | {
+                    "type": "assistant", "requestId": f"req_{msg_id}",
+                    "message": {"model": "claude-opus-4-6", "id": msg_id, "type": "message",
+                                "role": "assistant", "content": [block], "stop_reason": None,
+                                "usage": usage},
+                }
+                parent = str(rec["uuid"])
+                yield rec
+            failed = name == "Bash" and rng.random() < 0.15
+            structured: object
+            if name == "Read":
+                lines = rng.randint(20, 140)
+                output = _numbered(rng, lines)
+                structured = {"type": "text", "file": {
+                    "filePath": f"{CWD}/src/{rng.choice(WORDS)}.py",
+                    "content": "\n".join(rng.choice(CODE) for _ in range(lines)),
+                    "numLines": lines, "startLine": 1, "totalLines": lines + 40}}
+            elif name == "Bash":
+                output = "\n".join(
+                    f"tests/test_{rng.choice(WORDS)}.py::test_{rng.choice(WORDS)} "
+                    + ("FAILED" if failed and i == 3 else "PASSED") for i in range(30))
+                structured = {"stdout": output, "stderr": "", "interrupted": False,
+                              "isImage": False}
+            elif name == "Edit":
+                old, new = _text(rng, 30), _text(rng, 35)
+                output = f"The file {CWD}/src/x.py has been updated. Here's the result:\n" + \
+                    _numbered(rng, 12)
+                structured = {"filePath": f"{CWD}/src/x.py", "oldString": old, "newString": new,
+                              "originalFile": "\n".join(rng.choice(CODE) for _ in range(80)),
+                              "structuredPatch": [{"oldStart": 10, "oldLines": 3, "newStart": 10,
+                                                   "newLines": 4,
+                                                   "lines": [f"-{old}", f"+{new}", " x"]}],
+                              "userModified": False, "replaceAll": False}
+            else:
+                output = "\n".join(f"{CWD}/src/{rng.choice(WORDS)}.py:{rng.randint(1, 900)}:"
+                                   f"{rng.choice(CODE)}" for _ in range(rng.randint(5, 40)))
+                structured = {"mode": "content", "numFiles": 7, "filenames": [],
+                              "content": output, "numLines": 20}
+            result = _base(rng, session, parent, ts + 1) | {
+                "type": "user",
+                "message": {"role": "user", "content": [
+                    {"tool_use_id": call_id, "type": "tool_result",
+                     "content": f"Exit code 1\n{output}" if failed else output,
+                     "is_error": failed}]},
+                "toolUseResult": f"Error: Exit code 1\n{output}" if failed else structured,
+                "sourceToolAssistantUUID": parent,
+            }
+            parent = str(result["uuid"])
+            yield result
+        ts += 5
+        reply = _base(rng, session, parent, ts) | {
+            "type": "assistant",
+            "message": {"model": "claude-opus-4-6", "id": f"msg_{rng.getrandbits(64):016x}",
+                        "type": "message", "role": "assistant",
+                        "content": [{"type": "text", "text": _text(rng, rng.randint(20, 120))}],
+                        "usage": {"input_tokens": 3, "output_tokens": 200}},
+        }
+        parent = str(reply["uuid"])
+        yield reply
+
+
+MIXES = {"standard": records, "tool-heavy": tool_heavy_records}
+
+
+def generate(path: Path, size_bytes: int, seed: int = 1, mix: str = "standard") -> int:
+    """Write at least ``size_bytes`` of transcript to ``path`` in one record ``mix``; returns
+    the line count."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = 0
     written = 0
     with path.open("wb") as handle:
         buffer: list[bytes] = []
-        for record in records(seed):
+        for record in MIXES[mix](seed):
             line = orjson.dumps(record) + b"\n"
             buffer.append(line)
             written += len(line)
@@ -184,6 +290,14 @@ def full_parse(path: Path) -> tuple[float, int]:
     started = time.perf_counter()
     count = sum(1 for _ in TranscriptReader(path, agent="claude-code"))
     return time.perf_counter() - started, count
+
+
+def stats_cli(path: Path) -> float:
+    """Seconds for ``reverie transcript --stats PATH`` in a fresh process (start-up included)."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "reverie", "transcript", "--stats", str(path)],
+                   capture_output=True, check=True, timeout=3600)
+    return time.perf_counter() - started
 
 
 def append_cost(path: Path, rounds: int, seed: int = 2) -> list[float]:
@@ -253,6 +367,12 @@ class IngestReport:
     idle_rss_mb: float
     peak_hwm_mb: float
     idle_hwm_mb: float
+    #: the tool-heavy mix (issue 15): streaming parse, and ``reverie transcript --stats``
+    tool_heavy_json_s: float = 0.0
+    tool_heavy_parse_s: float = 0.0
+    tool_heavy_parse_ratio: float = 0.0
+    tool_heavy_stats_cli_s: float = 0.0
+    tool_heavy_stats_cli_ratio: float = 0.0
 
 
 def run(size_mb: float, data_dir: Path, rounds: int = 200, small_mb: float = 1.0,
@@ -275,6 +395,17 @@ def run(size_mb: float, data_dir: Path, rounds: int = 200, small_mb: float = 1.0
         seconds, messages = full_parse(big)
         parse_runs.append(seconds)
     json_s, parse_s = min(json_runs), min(parse_runs)
+    heavy = data_dir / "tool-heavy-session.jsonl"
+    generate(heavy, int(size_mb * 1024 * 1024), mix="tool-heavy")
+    bare_json_loop(heavy)
+    heavy_json: list[float] = []
+    heavy_parse: list[float] = []
+    heavy_cli: list[float] = []
+    for _ in range(repeats):
+        heavy_json.append(bare_json_loop(heavy))
+        heavy_parse.append(full_parse(heavy)[0])
+        heavy_cli.append(stats_cli(heavy))
+    heavy.unlink()
     small_costs = append_cost(small, rounds)
     big_costs = append_cost(big, rounds)
     return IngestReport(
@@ -285,6 +416,10 @@ def run(size_mb: float, data_dir: Path, rounds: int = 200, small_mb: float = 1.0
         append_big_median_ms=round(statistics.median(big_costs) * 1000, 3),
         small_file_mb=round(small.stat().st_size / 1024 / 1024, 1),
         peak_rss_mb=rss[0], idle_rss_mb=idle[0], peak_hwm_mb=rss[1], idle_hwm_mb=idle[1],
+        tool_heavy_json_s=round(min(heavy_json), 2), tool_heavy_parse_s=round(min(heavy_parse), 2),
+        tool_heavy_parse_ratio=round(min(heavy_json) / min(heavy_parse), 2),
+        tool_heavy_stats_cli_s=round(min(heavy_cli), 2),
+        tool_heavy_stats_cli_ratio=round(min(heavy_json) / min(heavy_cli), 2),
     )
 
 
@@ -304,13 +439,19 @@ def main(argv: list[str] | None = None) -> int:
         report = run(args.size_mb, args.data_dir, args.rounds)
     finally:
         if not args.keep:
-            for name in ("big-session.jsonl", "small-session.jsonl"):
+            for name in ("big-session.jsonl", "small-session.jsonl",
+                         "tool-heavy-session.jsonl"):
                 (args.data_dir / name).unlink(missing_ok=True)
     r = report
     print(f"file: {r.size_mb} MB, {r.lines} lines, {r.messages} messages")
     print(f"json.loads per line: {r.json_loop_s:.2f} s   reverie parse+normalise: {r.parse_s:.2f} s"
           f"   ({r.parse_mb_s} MB/s; best of 3 each)")
-    print(f"throughput ratio (reverie / json.loads loop): {r.parse_ratio:.2f}   target >= 0.5")
+    print(f"throughput ratio (reverie / json.loads loop): {r.parse_ratio:.2f}   target >= 0.6")
+    print(f"tool-heavy mix: json.loads {r.tool_heavy_json_s:.2f} s,"
+          f" parse {r.tool_heavy_parse_s:.2f} s (ratio {r.tool_heavy_parse_ratio:.2f}),"
+          " `reverie transcript --stats`"
+          f" {r.tool_heavy_stats_cli_s:.2f} s (ratio {r.tool_heavy_stats_cli_ratio:.2f})"
+          "   target >= 0.5")
     print(f"1 KB append: {r.small_file_mb} MB file {r.append_small_median_ms:.3f} ms median,"
           f" {r.size_mb} MB file {r.append_big_median_ms:.3f} ms median   target <= 1 ms both")
     print(f"peak RSS streaming {r.size_mb} MB: getrusage {r.peak_rss_mb:.1f} MB,"

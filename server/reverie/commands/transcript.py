@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 
 from reverie.cli import fail
-from reverie.transcripts.reader import TranscriptError, load_transcript
-from reverie.transcripts.stats import transcript_stats
+from reverie.transcripts.reader import TranscriptError, TranscriptReader, load_transcript
+from reverie.transcripts.stats import StatsFold, transcript_stats
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,14 +33,19 @@ def _dump(value: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.stats:  # one streaming pass: no message is kept
+        try:
+            reader = TranscriptReader(args.path.expanduser(), session_id=args.session_id)
+            fold = StatsFold().feed_all(reader)
+        except TranscriptError as exc:
+            return fail(str(exc))
+        _dump(fold.result(reader.session, reader.stats))
+        return 0
     try:
         transcript = load_transcript(args.path.expanduser(), session_id=args.session_id)
     except TranscriptError as exc:
         return fail(str(exc))
     stats = transcript_stats(transcript)
-    if args.stats:
-        _dump(stats)
-        return 0
     if args.json:
         _dump({
             "session": transcript.session.model_dump(mode="json"),

@@ -45,3 +45,37 @@ def test_measurements_run_end_to_end(tmp_path: Path) -> None:
     assert report.messages > 0 and report.lines > 0
     assert report.parse_ratio > 0 and report.append_big_median_ms > 0
     assert report.peak_rss_mb >= report.idle_rss_mb > 0
+    assert report.tool_heavy_parse_ratio > 0 and report.tool_heavy_stats_cli_ratio > 0
+
+
+def test_tool_heavy_mix_is_tool_heavy(tmp_path: Path) -> None:
+    ingest = _load()
+    path = tmp_path / "heavy.jsonl"
+    ingest.generate(path, 400_000, mix="tool-heavy")
+    t = load_transcript(path)
+    lines = path.read_bytes().splitlines()
+    tool_lines = sum(1 for line in lines if b'"tool_use"' in line or b'"tool_result"' in line)
+    assert tool_lines / len(lines) >= 0.3
+    outputs = [r.output for m in t.messages for r in m.tool_results]
+    assert sum(o.count("\n") >= 10 for o in outputs) >= len(outputs) / 2  # multi-line outputs
+    assert t.stats.skipped == 0
+
+
+def test_streaming_stats_equal_the_whole_transcript_stats(tmp_path: Path) -> None:
+    """``--stats`` folds while parsing; it must say exactly what the materialised view says."""
+    from reverie.transcripts.reader import TranscriptReader
+    from reverie.transcripts.stats import StatsFold, files_touched
+    from reverie.transcripts.tokens import context_tokens
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
+    ingest = _load()
+    heavy = tmp_path / "heavy.jsonl"
+    ingest.generate(heavy, 300_000, mix="tool-heavy")
+    paths = [heavy, *sorted(p for p in fixtures.rglob("*.jsonl"))]
+    for path in paths:
+        whole = load_transcript(path)
+        reader = TranscriptReader(path)
+        streamed = StatsFold().feed_all(reader).result(reader.session, reader.stats)
+        assert streamed == transcript_stats(whole), path
+        assert streamed["tokens"] == context_tokens(whole.messages), path
+        assert streamed["files"] == files_touched(whole)
