@@ -163,12 +163,29 @@ def load_update_prompt(config_dir: Path | None) -> str:
 
 
 def substitute(template: str, variables: dict[str, str]) -> str:
-    """Fill ``{{name}}`` placeholders in one pass (values are never re-scanned)."""
+    """Fill ``{{name}}`` placeholders in one pass (values are never re-scanned).
+
+    A placeholder may be spelled in snake case (``{{notes_path}}``, ours) or camel case
+    (``{{notesPath}}``, the spec's): a prompt written for either is filled. Unknown names are
+    left as they are.
+    """
 
     def replace(match: re.Match[str]) -> str:
-        return variables.get(match.group(1), match.group(0))
+        name = match.group(1)
+        for spelling in (name, _snake_case(name), _camel_case(name)):
+            if spelling in variables:
+                return variables[spelling]
+        return match.group(0)
 
     return _VARIABLE.sub(replace, template)
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+def _camel_case(name: str) -> str:
+    return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
 
 
 # --- parsed notes ----------------------------------------------------------------------------

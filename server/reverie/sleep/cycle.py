@@ -28,7 +28,7 @@ from reverie.sleep.deep import DeepResult, SessionInput, deep_sleep_offline, dee
 from reverie.sleep.entries import load_entries
 from reverie.sleep.housekeeping import HistoryPruner, run_housekeeping
 from reverie.sleep.journal import journal_path, render_journal, write_journal
-from reverie.sleep.light import select_sessions
+from reverie.sleep.light import default_review_date, select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
 from reverie.sleep.offline import consolidate_offline
 from reverie.sleep.rem import (
@@ -120,7 +120,7 @@ class SleepCycle:
 
     async def run(self, workspace: Path, date: Date | None = None) -> SleepReport:
         now = self._clock()
-        review_date = date or now.date()
+        review_date = date or default_review_date(now)
         paths = ProjectPaths(self.settings, workspace)
         started = time.monotonic()
         report = SleepReport(date=review_date)
@@ -136,8 +136,10 @@ class SleepCycle:
             report.duration_seconds = round(time.monotonic() - started, 3)
             # A failed cycle counts as tonight's attempt too: the scheduler retries tomorrow,
             # not every minute. A cancelled one (editor closing) is caught up later.
-            if review_date == now.date() and not _cancelled():
-                state = SleepState(last_run_date=review_date, last_run_at=now,
+            if review_date == default_review_date(now) and not _cancelled():
+                # the scheduler's "tonight's run is done" is about the run day, not the day
+                # reviewed
+                state = SleepState(last_run_date=now.date(), last_run_at=now,
                                    last_run_id=report.run_id, last_error=error)
                 await asyncio.to_thread(save_state, paths, state)
         if report.skipped_reason:

@@ -1,9 +1,11 @@
 """Light sleep: pick the sessions worth reviewing tonight.
 
-A session qualifies when its transcript last changed inside the review window: from the midnight
-that starts the day before the review date (local time) up to five minutes ago, so a session the
-agent is still writing is left for the next night. For a review date in the past the window also
-ends at the midnight after that date, so re-running an old night is reproducible.
+The review date is the day being reviewed: by default yesterday, as a cycle that runs in the
+night looks back on the day before. A session qualifies when its transcript last changed inside
+the review window: from the midnight that starts the review date (local time) up to five minutes
+ago, so a session the agent is still writing is left for the next night, and work done after
+midnight before the cycle ran is not missed. For an older review date the window also closes two
+midnights later, so re-running an old night is reproducible.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ def review_window(review_date: Date, now: datetime) -> tuple[datetime, datetime]
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     tz = now.tzinfo
-    start = datetime.combine(review_date - timedelta(days=1), time(0), tzinfo=tz)
-    end_of_review_day = datetime.combine(review_date + timedelta(days=1), time(0), tzinfo=tz)
-    end = min(now - IDLE_GRACE, end_of_review_day)
+    start = datetime.combine(review_date, time(0), tzinfo=tz)
+    end_of_run_day = datetime.combine(review_date + timedelta(days=2), time(0), tzinfo=tz)
+    end = min(now - IDLE_GRACE, end_of_run_day)
     return start, end
 
 
@@ -56,6 +58,11 @@ def last_changed(ref: SessionLike) -> datetime | None:
         return datetime.fromtimestamp(ref.path.stat().st_mtime).astimezone()
     except OSError:
         return None
+
+
+def default_review_date(now: datetime) -> Date:
+    """The day a cycle run at ``now`` reviews when none is given: the day before."""
+    return now.date() - timedelta(days=1)
 
 
 def select_sessions(

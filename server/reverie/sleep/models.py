@@ -118,7 +118,9 @@ class HousekeepingReport(BaseModel):
 
 
 class SleepReport(BaseModel):
-    """The result of one cycle. ``to_json_dict`` gives exactly the CLI's ``--json`` keys."""
+    """The result of one cycle. ``to_json_dict`` gives exactly the CLI's ``--json`` keys
+    (``housekeeping`` holds the retention counts: journals, notes, history runs, transcripts
+    removed and bytes reclaimed)."""
 
     date: Date
     sessions_found: int = 0
@@ -148,4 +150,5 @@ class SleepReport(BaseModel):
             "journal_path": str(self.journal_path) if self.journal_path else None,
             "run_id": self.run_id,
             "skipped_reason": self.skipped_reason,
+            "housekeeping": self.housekeeping.model_dump(exclude={"errors"}),
         }

@@ -148,3 +148,10 @@ def test_truncate_for_compaction_cuts_oversized_sections_at_line_boundaries() ->
     assert all(line.startswith("- item") or line == TRUNCATION_MARKER for line in section.body)
     same, changed = truncate_for_compaction(text)
     assert (same, changed) == (text, False)
+
+
+def test_substitute_accepts_the_specs_camel_case_placeholders() -> None:
+    variables = {"notes_path": "/n.md", "current_notes": "# Title"}
+    prompt = "Edit {{notesPath}} ({{notes_path}}); it says {{currentNotes}}. {{otherThing}}"
+    assert substitute(prompt, variables) == "Edit /n.md (/n.md); it says # Title. {{otherThing}}"
+    assert substitute("{{notesPath}}", {"notesPath": "camel"}) == "camel"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -97,4 +97,4 @@ async def test_never_ending_batch_keeps_finished_summaries_and_rem_runs(
     assert report.rem_error is None and report.run_id is not None
     entries = {e.key: e for e in load_entries(memory)}
     assert set(entries) == {"fact-session-0", "fact-session-2"}
-    assert all(e.recorded == date.today() for e in entries.values())
+    assert all(e.recorded == date.today() - timedelta(days=1) for e in entries.values())

@@ -4,7 +4,7 @@ LLM server (real HTTP on 127.0.0.1) for both wire formats."""
 from __future__ import annotations
 
 import hashlib
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ from reverie.testing.clock import FakeClock
 from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 PROVIDERS = ["openai", "anthropic"]
-TODAY = date.today()
+#: the day a cycle run now reviews (yesterday): what new entries are dated
+TODAY = date.today() - timedelta(days=1)
 
 
 def digest(directory: Path) -> dict[str, str]:
@@ -104,7 +105,7 @@ async def test_all_items_succeed(provider: str, workspace) -> None:
     entries = {e.key: e for e in load_entries(memory)}
     assert set(entries) == {"npm-build", "keep-me"}
     assert entries["keep-me"].recorded == date(2025, 3, 4)  # unchanged: keeps its date
-    assert entries["npm-build"].recorded == TODAY  # new: dated today whatever the model said
+    assert entries["npm-build"].recorded == TODAY  # new: the review day, whatever the model said
     assert (report.entries_before, report.entries_after) == (1, 2)
     (run,) = MemoryHistory(memory).runs()
     assert run.source == "sleep" and run.run_id == report.run_id

@@ -43,7 +43,8 @@ async def test_offline_cycle_writes_journal_memory_and_history(workspace) -> Non
     assert report.skipped_reason is None
     assert report.sessions_found == 2
     assert (report.summaries_ok, report.summaries_failed) == (2, 0)
-    assert report.journal_path == paths.journals_dir / f"{date.today().isoformat()}.md"
+    reviewed = (date.today() - timedelta(days=1)).isoformat()  # a run reviews the day before
+    assert report.journal_path == paths.journals_dir / f"{reviewed}.md"
     journal = report.journal_path.read_text()
     # concrete facts from the Codex rollout and the Claude Code session
     assert "`npm run build` runs successfully in this project (npm)." in journal
@@ -122,9 +123,15 @@ def test_cli_json_and_human_report(workspace, reverie_env) -> None:
     data = json.loads(out.stdout)
     assert list(data) == ["date", "sessions_found", "summaries_ok", "summaries_failed",
                           "candidates", "entries_before", "entries_after", "journal_path",
-                          "run_id", "skipped_reason"]
+                          "run_id", "skipped_reason", "housekeeping"]
+    assert set(data["housekeeping"]) == {"journals_deleted", "notes_deleted",
+                                         "history_runs_pruned", "transcripts_deleted",
+                                         "bytes_reclaimed"}
     assert data["sessions_found"] == 2 and data["summaries_ok"] == 2
-    assert data["date"] == date.today().isoformat() and data["skipped_reason"] is None
+    # a run without --date reviews yesterday, and its journal is named after that day
+    yesterday = (date.today() - timedelta(days=1)).isoformat()
+    assert data["date"] == yesterday and data["skipped_reason"] is None
+    assert Path(data["journal_path"]).name == f"{yesterday}.md"
     assert Path(data["journal_path"]).is_file() and data["run_id"]
 
     human = subprocess.run([*cmd, "--date", "2020-02-02"], capture_output=True, text=True,

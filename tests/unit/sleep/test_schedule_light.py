@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from reverie.config import ProjectPaths, Settings
-from reverie.sleep.light import review_window, select_sessions
+from reverie.sleep.light import default_review_date, review_window, select_sessions
 from reverie.sleep.schedule import (
     SleepState,
     catch_up_due,
@@ -80,7 +80,8 @@ def _touch(path: Path, when: datetime) -> Path:
 
 def test_window_starts_at_the_midnight_before_and_ends_five_minutes_ago() -> None:
     now = at(10, 3)
-    start, end = review_window(now.date(), now)
+    assert default_review_date(now) == at(9, 0).date()  # a night's run reviews the day before
+    start, end = review_window(default_review_date(now), now)
     assert start == at(9, 0)
     assert end == now - timedelta(minutes=5)
 
@@ -103,16 +104,21 @@ def test_light_sleep_picks_changed_idle_sessions(tmp_path: Path) -> None:
         ),
         Ref(session_id="gone", path=tmp_path / "missing"),
     ]
-    picked = [r.session_id for r in select_sessions(refs, now.date(), now)]
+    reviewed = default_review_date(now)
+    picked = [r.session_id for r in select_sessions(refs, reviewed, now)]
     assert picked == ["yesterday", "tonight"]
-    with_subs = select_sessions(refs, now.date(), now, include_subagents=True)
+    with_subs = select_sessions(refs, reviewed, now, include_subagents=True)
     assert [r.session_id for r in with_subs] == ["yesterday", "sub", "tonight"]
 
 
-def test_past_review_date_window_is_closed_at_the_following_midnight(tmp_path: Path) -> None:
+def test_past_review_date_window_is_closed_two_midnights_later(tmp_path: Path) -> None:
+    """Reviewing 9 November again: that day and the small hours before its night's run (the
+    10th), never what came after (the 11th) or before (the 8th)."""
     now = datetime(2026, 11, 20, 12, 0).astimezone()
     local = now.tzinfo
+    before = _touch(tmp_path / "before", datetime(2026, 11, 8, 23, 0, tzinfo=local))
     inside = _touch(tmp_path / "in", datetime(2026, 11, 10, 22, 0, tzinfo=local))
     after = _touch(tmp_path / "after", datetime(2026, 11, 11, 1, 0, tzinfo=local))
-    refs = [Ref(session_id="in", path=inside), Ref(session_id="after", path=after)]
-    assert [r.session_id for r in select_sessions(refs, date(2026, 11, 10), now)] == ["in"]
+    refs = [Ref(session_id="before", path=before), Ref(session_id="in", path=inside),
+            Ref(session_id="after", path=after)]
+    assert [r.session_id for r in select_sessions(refs, date(2026, 11, 9), now)] == ["in"]
