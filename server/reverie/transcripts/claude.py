@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ class ClaudeParser(RecordParser):
         self._summary: str | None = None
         #: usage of a thinking-only line, kept until we know whether its response goes on
         self._pending_usage: dict[str, Any] | None = None
+        #: the last timestamp string parsed, and its value (each record needs it twice)
+        self._time_raw: Any = None
+        self._time_value: datetime | None = None
+
+    def _time(self, raw: Any) -> datetime | None:
+        if raw is not self._time_raw and raw != self._time_raw:
+            self._time_raw, self._time_value = raw, parse_time(raw)
+        return self._time_value
 
     # -- state for tails ---------------------------------------------------------------------
     def memo(self) -> dict[str, Any]:
@@ -150,7 +159,7 @@ class ClaudeParser(RecordParser):
                 s.agent_id = agent_id
         elif session_id and not self._is_agent_file and not _UUID.match(s.id):
             s.id = session_id  # a file renamed away from its session id (fixtures, copies)
-        self.touch(parse_time(record.get("timestamp")))
+        self.touch(self._time(record.get("timestamp")))
 
     def _compact_boundary(self, record: dict[str, Any], line: Line) -> Message:
         meta = as_dict(record.get("compactMetadata"))
@@ -174,7 +183,7 @@ class ClaudeParser(RecordParser):
         uuid = as_str(record.get("uuid")) or fingerprint_id("claude", line.offset, line.data)
         parent_uuid = as_str(record.get("parentUuid"))
         sidechain = record.get("isSidechain") is True
-        timestamp = parse_time(record.get("timestamp"))
+        timestamp = self._time(record.get("timestamp"))
         content = raw.get("content")
         cwd = self.session.cwd
         if kind == "assistant":
