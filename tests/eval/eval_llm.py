@@ -82,6 +82,7 @@ class LlmResult:
     project: str
     runs: list[RunCheck] = field(default_factory=list)
     secrets_sent: int = 0
+    wrappers_sent: int = 0  # notes-writer requests that carry raw agent wrappers
     long_index: int = 0
     secrets_kept: int = 0
     noise_kept: int = 0
@@ -102,7 +103,8 @@ class LlmResult:
             "newer_wins": _share([r.newer_wins for r in runs]),
             "formerly": _share([r.formerly for r in runs]),
             "noise_rule": _share([r.noise_rule for r in runs]),
-            "secrets_sent": self.secrets_sent, "long_index": self.long_index,
+            "secrets_sent": self.secrets_sent, "wrappers_sent": self.wrappers_sent,
+            "long_index": self.long_index,
             "secrets_kept": self.secrets_kept, "noise_kept": self.noise_kept,
             "errors": self.errors,
         }
@@ -176,6 +178,16 @@ class FakeModel:
                                              f"{INVENTED_AWS}", "recorded": day},
         ]
         return Step.json_reply({"entries": entries})
+
+
+_WRAPPERS = re.compile(r"<ide_opened_file>|<task-notification>|<command-name>/clear|"
+                       r"<local-command-stdout>|Please analy[sz]e this codebase")
+
+
+def _is_notes(body: dict[str, Any]) -> bool:
+    tools = {(t.get("function") or {}).get("name") or t.get("name")
+             for t in body.get("tools") or []}
+    return tools == {"edit_file"}
 
 
 def _request_text(body: dict[str, Any]) -> str:
@@ -288,6 +300,8 @@ def run_llm_project(name: str, *, keep: Path | None = None) -> list[LlmResult]:
             bodies = [r.json for r in server.model_requests() if isinstance(r.json, dict)]
             result.requests = len(bodies)
             result.secrets_sent = sum(_request_text(b).count(s) for b in bodies for s in secrets)
+            result.wrappers_sent = sum(1 for b in bodies if _is_notes(b)
+                                       and _WRAPPERS.search(_request_text(b)))
             firsts = _first_requests(bodies, path)
             for n, body in enumerate(firsts):
                 keys = runs[n] if n < len(runs) else []
@@ -314,7 +328,8 @@ def pooled(results: list[LlmResult]) -> dict[str, LlmResult]:
     for r in results:
         total = out.setdefault(r.path, LlmResult(r.path, "ALL"))
         total.runs += r.runs
-        for name in ("secrets_sent", "long_index", "secrets_kept", "noise_kept", "requests"):
+        for name in ("secrets_sent", "wrappers_sent", "long_index", "secrets_kept", "noise_kept",
+                     "requests"):
             setattr(total, name, getattr(total, name) + getattr(r, name))
         total.errors += r.errors
     return out
@@ -325,8 +340,8 @@ def llm_table(results: list[LlmResult]) -> str:
         return "   -" if value is None else f"{value * 100:3.0f}%"
 
     head = (f"{'llm':<6} {'project':<13} {'runs':>4} {'facts':>5} {'evid':>5} {'memory':>6} "
-            f"{'newer':>5} {'formr':>5} {'noise':>5} | {'sent':>4} {'>150':>4} {'kept':>4} "
-            f"{'noise':>5}")
+            f"{'newer':>5} {'formr':>5} {'noise':>5} | {'sent':>4} {'wrap':>4} {'>150':>4} "
+            f"{'kept':>4} {'noise':>5}")
     rows = [head, "-" * len(head)]
     totals = pooled(results)
     for r in [*results, *totals.values()]:
@@ -334,11 +349,14 @@ def llm_table(results: list[LlmResult]) -> str:
         rows.append(f"{r.path:<6} {r.project:<13} {d['runs']:>4} {pct(d['facts_in_prompt']):>5} "
                     f"{pct(d['evidence']):>5} {pct(d['memory']):>6} {pct(d['newer_wins']):>5} "
                     f"{pct(d['formerly']):>5} {pct(d['noise_rule']):>5} | "
-                    f"{r.secrets_sent:>4} {r.long_index:>4} {r.secrets_kept:>4} "
+                    f"{r.secrets_sent:>4} {r.wrappers_sent:>4} {r.long_index:>4} "
+                    f"{r.secrets_kept:>4} "
                     f"{r.noise_kept:>5}")
     rows.append("prompt: facts = labelled facts of the reviewed sessions found in the brief; evid ="
                 " sessions named with dates; memory = previous memory in the brief; newer/formr ="
                 " supersession rule (newer wins / old kept only as history); noise = never-keep"
-                " rule. output: sent = planted secrets in requests; >150 = long index lines;"
+                " rule. sent = planted secrets in requests; wrap = notes requests carrying raw"
+                " wrappers (/clear, IDE block, task notification, /init prompt). output: >150 ="
+                " long index lines;"
                 " kept = invented secrets kept; noise = exploration / slip lines kept.")
     return "\n".join(rows)

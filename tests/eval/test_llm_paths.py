@@ -28,6 +28,11 @@ LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]]
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)
 MAX_SECRETS_SENT: dict[str, int] = {"dream": 0, "sleep": 0}
 
+#: notes-writer requests (made on each path's sandbox) that carry raw agent wrappers such as
+#: <ide_opened_file>, <task-notification>, the /clear record or an expanded /init prompt; the
+#: goal is 0 (mark or drop them before the model reads the conversation)
+MAX_WRAPPERS_SENT: dict[str, int] = {"dream": 3, "sleep": 3}
+
 LLM_GOAL: tuple[float, float, float, float, float, float, int, int] = (
     0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0)
 
@@ -44,6 +49,7 @@ def test_model_path_runs_and_keeps_secrets_out(results: dict[str, LlmResult], pa
     assert result.requests > 0 and result.runs
     assert result.secrets_kept == 0  # invented by the model: redacted before any write
     assert result.secrets_sent <= MAX_SECRETS_SENT[path]
+    assert result.wrappers_sent <= MAX_WRAPPERS_SENT[path]
 
 
 @pytest.mark.parametrize("path", sorted(LLM_FLOORS))
