@@ -16,6 +16,8 @@ from reverie.fsutil import atomic_write_text
 
 _NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 _MARK = re.compile(r"\s*<!--\s*consolidated:[^>]*-->\s*$")
+#: entries one dream consolidates (and marks); older ones first, the rest wait for the next
+DAILY_LOG_BATCH = 200
 
 
 class LogEntry(BaseModel):
@@ -38,6 +40,10 @@ class LogScan(BaseModel):
     @property
     def entry_ids(self) -> list[str]:
         return [e.entry_id for e in self.entries]
+
+    def batch(self, limit: int) -> LogScan:
+        """The oldest ``limit`` entries: what one dream shows the model and then marks."""
+        return LogScan(entries=self.entries[:limit])
 
 
 def _log_files(logs_dir: Path) -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from reverie.dream.daily_log import LogScan
+from reverie.dream.daily_log import DAILY_LOG_BATCH, LogScan
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_BYTES, MAX_INDEX_LINES
 
 SYSTEM = """You maintain the long-term memory of a software project for AI coding agents. \
@@ -72,7 +72,8 @@ needed changing).""",
         parts.append("The user asked for this consolidation explicitly: do a real pass even if "
                      "only a little happened.")
     if daily_log is not None and daily_log.entries:
-        lines = "\n".join(f"- [{e.entry_id}] {e.text}" for e in daily_log.entries[:200])
+        lines = "\n".join(f"- [{e.entry_id}] {e.text}"
+                           for e in daily_log.entries[:DAILY_LOG_BATCH])
         parts.append(f"## Daily log entries to consolidate\n\n{lines}")
     if extra.strip():
         parts.append(f"## Context from the user\n\n{extra.strip()}")

@@ -17,11 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from reverie.background import Runner, run_in_background
 from reverie.config import ProjectPaths, Settings
-from reverie.dream.daily_log import LogScan, mark_consolidated, scan_unconsolidated
+from reverie.dream.daily_log import (
+    DAILY_LOG_BATCH,
+    LogScan,
+    mark_consolidated,
+    scan_unconsolidated,
+)
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
 from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
@@ -76,6 +81,11 @@ class DreamResult(BaseModel):
     memory_dir: str = ""
     error: str | None = None
     cancelled: bool = False
+    #: when the run began (monotonic clock): terminal events report the time taken so far
+    _started: float = PrivateAttr(default_factory=time.monotonic)
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self._started) * 1000)
     summary: str = ""
 
     def as_json(self) -> dict[str, Any]:
@@ -197,6 +207,7 @@ class DreamRunner:
               **payload: Any) -> DreamResult:
         result.skipped_reason = reason
         self._emit("skipped", f"dream skipped: {reason}", reason=reason, manual=manual,
+                   duration_ms=result.elapsed_ms(),
                    memory_dir=result.memory_dir, sessions_reviewed=result.sessions_reviewed,
                    **payload)
         return result
@@ -274,6 +285,9 @@ class DreamRunner:
             scan = await asyncio.to_thread(scan_unconsolidated, paths.logs_dir)
             if not scan.entries:
                 return self._skip(result, "no_daily_log_entries", manual)
+            # one batch per dream: exactly the entries the model is shown get marked; the
+            # rest wait for the next dream
+            scan = scan.batch(DAILY_LOG_BATCH)
         try:
             client = self.client_factory(settings, "dream")
         except LLMConfigError as exc:
@@ -303,7 +317,7 @@ class DreamRunner:
               job_id: str | None = None) -> DreamResult:
         result.error = message
         self._emit("error", f"dream failed: {message}", job_id=job_id, error=message,
-                   manual=manual, memory_dir=result.memory_dir)
+                   manual=manual, memory_dir=result.memory_dir, duration_ms=result.elapsed_ms())
         return result
 
     async def _consolidate(
@@ -368,7 +382,8 @@ class DreamRunner:
                    tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
                    manual=manual, source="daily_log" if scan else "sessions",
                    repairs=written.repair.actions,
-                   log_entry_ids=scan.entry_ids if scan else [])
+                   log_entry_ids=scan.entry_ids if scan else [],
+                   duration_ms=result.elapsed_ms())
         if touched:
             listing = "\n".join(f"- {p}" for p in touched)
             self._emit("memory_saved", f"Memory improved:\n{listing}", job_id=job_id,
@@ -380,7 +395,7 @@ class DreamRunner:
         if isinstance(exc, asyncio.CancelledError):
             result.cancelled = True
             self._emit("cancelled", "dream cancelled; memory unchanged", job_id=job_id,
-                       manual=manual)
+                       manual=manual, duration_ms=result.elapsed_ms())
             raise exc
         if isinstance(exc, LockBusy):
             result.ran = False

@@ -105,7 +105,7 @@ async def run_tool_loop(
                      turn=turn)
             conversation.append(ChatMessage(role="tool", tool_call_id=call.id,
                                             content=outcome.content, is_error=outcome.is_error))
-        emit("progress", f"turn {turn}: {len(uses)} tool use(s)", turn=turn,
+        emit("progress", f"turn {turn}: {len(uses)} tool use(s)", turn=turn, phase="model_turn",
              text=reply.text[:MAX_EVENT_TEXT], tool_uses=uses, files_touched=touched,
              tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens)
         if not reply.tool_calls:

@@ -339,3 +339,31 @@ async def test_memory_dir_under_a_file_is_a_clean_error(workspace: Path, tmp_pat
     result = await runner.run(DreamRequest(workspace=workspace, manual=True))
     assert result.error and not result.ran and events.of_type("error")
     assert (tmp_path / "plain-file").read_text() == "x"
+
+
+async def test_daily_log_marks_only_the_batch_the_dream_consolidated(workspace: Path) -> None:
+    """A dream shows the model at most DAILY_LOG_BATCH entries: only those are marked, the
+    rest wait for the next dream (none is marked consolidated without being read)."""
+    from reverie.dream.daily_log import DAILY_LOG_BATCH, scan_unconsolidated
+
+    paths = ProjectPaths(Settings(), workspace)
+    log = paths.logs_dir / "2026" / "03" / "2026-03-02.md"
+    log.parent.mkdir(parents=True)
+    total = DAILY_LOG_BATCH + 30
+    log.write_text("".join(f"- Note {n}: the staging deploy uses blue-green slot {n}\n"
+                           for n in range(total)))
+    runner, events = _runner()
+    first = await runner.run(DreamRequest(workspace=workspace, manual=True, logs=True))
+    assert first.ran and first.error is None
+    complete = events.of_type("complete")[0].payload
+    assert len(complete["log_entry_ids"]) == DAILY_LOG_BATCH
+    assert complete["duration_ms"] >= 0 and isinstance(complete["duration_ms"], int)
+    left = scan_unconsolidated(paths.logs_dir).entries
+    assert [e.text for e in left] == [f"Note {n}: the staging deploy uses blue-green slot {n}"
+                                      for n in range(DAILY_LOG_BATCH, total)]
+    second = await runner.run(DreamRequest(workspace=workspace, manual=True, logs=True))
+    assert second.ran
+    assert len(events.of_type("complete")[1].payload["log_entry_ids"]) == 30
+    third = await runner.run(DreamRequest(workspace=workspace, manual=True, logs=True))
+    assert third.skipped_reason == "no_daily_log_entries"
+    assert "duration_ms" in events.of_type("skipped")[-1].payload
