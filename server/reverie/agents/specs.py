@@ -1,7 +1,7 @@
 """Where each agent looks, and what Reverie writes there (sources in ``docs/agents.md``).
 
 - claude-code: personal ``CLAUDE.local.md`` imports MEMORY.md and the hooks go to
-  ``.claude/settings.local.json`` (both git-excluded); project: ``CLAUDE.md`` and
+  ``.claude/settings.local.json`` (both git-excluded); project: a copy in ``CLAUDE.md`` and
   ``.claude/settings.json``.
 - codex: personal: a copy labelled with the workspace in ``$CODEX_HOME/AGENTS.md``, hooks in
   ``$CODEX_HOME/hooks.json``; project: a copy in ``AGENTS.md``, hooks in ``.codex/hooks.json``.
@@ -9,7 +9,8 @@
   ``GEMINI.md`` (or the ``context.fileName`` the settings name).
 - aider: ``.aider.conf.yml``'s ``read:`` lists MEMORY.md (git-excluded when personal).
 
-Claude Code's ``@path`` imports may point anywhere, so it imports the live MEMORY.md. Gemini's
+Claude Code's ``@path`` imports may point anywhere, so its personal file imports the live
+MEMORY.md (a committed CLAUDE.md gets a copy: the path is this machine's). Gemini's
 import processor only accepts files under the importing file's directory and Codex has no
 imports, so both get a managed copy, refreshed after every applied memory change. Aider reads
 the files in ``read:`` itself.
@@ -22,6 +23,7 @@ import logging
 import os
 import re
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +73,8 @@ def block_id(agent: AgentName, workspace: Path) -> str:
 def hook_command(settings: Settings, event: str) -> str:
     """The command a hook runs: this interpreter, so no PATH lookup or venv activation."""
     argv = [sys.executable, "-m", "reverie", "hook", event, "--data-dir", str(settings.data_dir)]
+    if os.name == "nt":
+        return subprocess.list2cmdline(argv)
     python_path = os.environ.get("PYTHONPATH")
     if python_path:  # the editor's bundled server: the hook needs the same libraries
         argv = ["env", f"PYTHONPATH={python_path}", *argv]
@@ -207,6 +211,9 @@ def plan(agent: AgentName, workspace: Path, scope: Scope, settings: Settings) ->
     return Plan(agent, scope, "reference", memory_dir, [
         PlannedEdit(workspace / ".aider.conf.yml", "memory", "yaml-read", bid, style="hash",
                     read_path=str(memory_dir / MEMORY_INDEX), in_workspace_personal=personal),
+    ], notes=[] if personal else [
+        "the read: entry names MEMORY.md on this machine; others who share the file get a "
+        "warning from Aider until they connect their own",
     ])
 
 
@@ -221,7 +228,13 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
         notes.append("Reverie's memory is Claude Code's own auto-memory directory for this "
                      "workspace, which Claude Code loads itself: only the hooks are added.")
     else:
-        if re.search(r"\s", str(memory_dir)):
+        if not personal:
+            # a committed file must not import a path that exists on this machine only
+            mode = "copy"
+            notes.append("project scope: CLAUDE.md gets a copy of MEMORY.md, refreshed after "
+                         "every memory change (an import of a path on this machine would not "
+                         "resolve for anyone else)")
+        elif re.search(r"\s", str(memory_dir)):
             mode = "copy"  # an @import path cannot contain spaces
         target = workspace / ("CLAUDE.local.md" if personal else "CLAUDE.md")
         edits.append(PlannedEdit(

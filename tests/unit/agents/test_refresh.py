@@ -76,3 +76,19 @@ async def test_a_block_the_user_deleted_is_not_brought_back(
         DreamRequest(workspace=workspace, manual=True))
     assert result.error is None and result.files_touched
     assert (workspace / "GEMINI.md").read_text() == "my own text only\n"
+
+
+async def test_claude_code_project_scope_holds_a_refreshed_copy(
+    workspace: Path, reverie_env: dict[str, Path]
+) -> None:
+    settings = Settings()
+    result = connect("claude-code", workspace, "project", settings)
+    assert result.mode == "copy" and any("CLAUDE.md gets a copy" in n for n in result.notes)
+    claude_md = workspace / "CLAUDE.md"
+    assert "\n@/" not in claude_md.read_text()  # no import of a path on this machine
+    dream = await DreamRunner(settings, EventRecorder()).run(
+        DreamRequest(workspace=workspace, manual=True))
+    assert dream.error is None
+    memory = ProjectPaths(settings, workspace).memory_dir
+    block = block_of(claude_md.read_text(), "claude-code")
+    assert f"({memory}/" in block and "(no memory consolidated yet)" not in block
