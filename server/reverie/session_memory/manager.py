@@ -27,7 +27,13 @@ from reverie.events import EventSink, EventType, JobEvent
 from reverie.fsutil import atomic_write_text
 from reverie.llm.errors import LLMError
 from reverie.llm.types import ModelClient
-from reverie.session_memory.marker import clear_marker, marker_path, write_marker
+from reverie.session_memory.marker import (
+    clear_marker,
+    marker_path,
+    running_since,
+    wait_for_marker,
+    write_marker,
+)
 from reverie.session_memory.source import Conversation, InMemoryConversation
 from reverie.session_memory.state import (
     ExtractionState,
@@ -297,6 +303,10 @@ class SessionMemoryManager:
         marker = marker_path(self.notes_path(session_id, request.workspace).parent)
         try:
             try:
+                # another process extracting this session (a compaction hook) goes first: its
+                # notes land, then this run starts from them (no two writers at once)
+                if await asyncio.to_thread(running_since, marker) is not None:
+                    await wait_for_marker(marker)
                 # another process (a compaction hook) waits on this file, not on this object
                 with contextlib.suppress(OSError):  # without it a hook just does not wait
                     await asyncio.to_thread(write_marker, marker)

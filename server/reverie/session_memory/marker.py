@@ -55,12 +55,13 @@ def _read(path: Path) -> tuple[int, float] | None:
 
 
 def running_since(path: Path, stale_after: float = STALE_AFTER_SECONDS) -> float | None:
-    """When the extraction behind the marker started, or None (no marker, stale or dead)."""
+    """When another process's extraction behind the marker started, or None (no marker, this
+    process's own, stale or dead)."""
     owner = _read(path)
     if owner is None:
         return None
     pid, started = owner
-    if time.time() - started > stale_after or not pid_alive(pid):
+    if pid == os.getpid() or time.time() - started > stale_after or not pid_alive(pid):
         return None
     return started
 
