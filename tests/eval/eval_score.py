@@ -9,11 +9,12 @@ useful; a noise or wrong pattern counts against); a bare pointer is neutral navi
 Each scored entry is classified, first match wins:
   wrong   — matches a wrong-claim pattern (the transcripts contradict it);
   noise   — matches a noise pattern (global: tool-protocol slips, agent wrappers, exploration
-            commands, temp paths, "read N times" counts; plus the project's own);
+            commands, temp paths, "read N times" counts; in memory also file-activity logs
+            and quoted chat ("The user said: …"); plus the project's own);
   useful  — matches a durable fact or an acceptable pattern;
   other   — matches nothing (counts against precision: memory an agent loads every session
             must earn its place).
-recall    = durable facts matched by at least one entry / durable facts expected;
+recall    = durable facts matched by at least one *useful* entry / durable facts expected;
 precision = useful / (useful + noise + wrong + other);
 wrong     = number of wrong entries; leaks = planted secret values found anywhere in the files.
 """
@@ -46,6 +47,13 @@ GLOBAL_NOISE: list[tuple[str, str]] = [
                     r"kill|rm)\b[^`]*`"),
     ("exploration", r"^\s*[-*]?\s*(ls|tree|pwd|cat|head|tail|sed -n|find|grep|rg|wc|lsof)\s"),
     ("temp-path", r"/tmp/"),
+]
+
+#: noise in memory only (fine in a session's notes): file-activity logs and quoted chat
+MEMORY_NOISE: list[tuple[str, str]] = [
+    ("file-log", r'Files changed for "|\((created|edited|read)\b[^)]*\b(edits?|×)(?!\w)|'
+                 r"^\W*`[^`]+/`:\s"),
+    ("quoted-chat", r'^\W*(the user said|user( said| asked| wrote)?):\s*["“]'),
 ]
 
 #: claims about a session that are wrong whatever the project (notes titles from wrappers)
@@ -114,6 +122,8 @@ def load_labels(path: Path) -> Labels:
     both = ("notes", "memory")
     noise = [Pattern(f"global:{ident}", ident, _compile([rx], ident), both)
              for ident, rx in GLOBAL_NOISE]
+    noise += [Pattern(f"global:{ident}", ident, _compile([rx], ident), ("memory",))
+              for ident, rx in MEMORY_NOISE]
     wrong = [Pattern("global:wrapper-title", "title", _compile([GLOBAL_WRONG_TITLE], "title"),
                      ("notes",), section="Session Title")]
     return Labels(
@@ -285,7 +295,7 @@ def score_files(files: dict[str, str], labels: Labels, scope: Scope,
 
     ``aliases`` maps sandbox paths (the temp workspace) to placeholders before matching, so
     the workspace's own path is not mistaken for a temp path. A fact counts as recalled only
-    through an entry that is not a wrong claim.
+    through a useful entry (not through a wrong claim, a log line or quoted chat).
     """
     result = Score(expected=[p.id for p in expected])
     entries: list[Entry] = []
@@ -298,7 +308,7 @@ def score_files(files: dict[str, str], labels: Labels, scope: Scope,
             text = text.replace(real, placeholder)
         entries += entries_of(text, name, notes=scope == "notes")
     result.verdicts = [classify(e, labels, scope) for e in entries]
-    usable = [v.entry for v in result.verdicts if v.label != "wrong"]
+    usable = [v.entry for v in result.verdicts if v.label == "useful"]
     for pattern in expected:
         if any(pattern.matches(e) for e in usable):
             result.matched.append(pattern.id)

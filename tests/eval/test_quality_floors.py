@@ -28,10 +28,12 @@ from eval_score import Score
 # (TanStack, Netlify, rates.toml, half-up) must be stated, not just appear in a command or a
 # file list: dream recall 76% -> 68% by that label fix alone. 15:55, main 78357ce (notes on the
 # analysis, 1034858): notes 98% / 98% / 0 wrong; dream 71% / 69% / 5; sleep 85% / 82% / 5.
+# 15:45: stricter scorer (recall only through useful lines; file logs and quoted chat are noise
+# in memory): main's old dream / sleep engines score 44% / 48% and 66% / 63%.
 FLOORS: dict[str, tuple[float, float, int, int, int]] = {
     "notes": (0.95, 0.93, 0, 0, 0),
-    "dream": (0.68, 0.65, 5, 0, 0),
-    "sleep": (0.82, 0.80, 5, 0, 41),
+    "dream": (0.42, 0.45, 5, 0, 0),
+    "sleep": (0.63, 0.60, 5, 0, 41),
 }
 
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no
