@@ -70,6 +70,7 @@ _SHELL_NAMES = frozenset({"bash", "shell", "exec_command", "run_shell_command", 
 _RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
                          StatementKind.CORRECTION})
 _REQUEST_CHARS = 4_000
+_RUN_EXIT = re.compile(r"(?:Command exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
 _REPLY_CHARS = 3_000
 
 
@@ -152,6 +153,7 @@ class _Command:
     failures: int
     last_ok: bool
     evidence: Evidence
+    scope: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -240,6 +242,8 @@ class SessionAnalyser:
         self._turn_calls: list[_Call] = []
         self._turn_open = False
         self._last_check: tuple[str, bool] | None = None
+        self._user_run: _Call | None = None
+        self._user_run_output: list[str] = []
         self._started: datetime | None = None
         self._updated: datetime | None = None
 
@@ -255,8 +259,13 @@ class SessionAnalyser:
                 self._updated = message.timestamp
         if message.is_sidechain:
             self._count("sidechain_messages")
+        if self._user_run is not None and message.role in ("system", "assistant") \
+                and message.text and not message.tool_calls:
+            if sum(len(t) for t in self._user_run_output) < 8_000:
+                self._user_run_output.append(message.text[:4_000])
         if message.role == "user" and not message.tool_results and not message.is_sidechain \
                 and not message.is_meta and message.text:
+            self._settle_user_command()
             self._user_text(message)
         elif message.role == "assistant":
             self._assistant(message)
@@ -282,6 +291,10 @@ class SessionAnalyser:
         if found.kind is UserTextKind.NOTIFICATION:
             self._count("notifications")
             self._replying_to = "notification"
+            return
+        if found.shell is not None:
+            self._flush_pending()
+            self._start_user_command(found.shell, message)
             return
         if not found.is_request or found.request is None:
             return
@@ -311,6 +324,26 @@ class SessionAnalyser:
         self._step = _Step(shorten(text, 90))
         self._replying_to = "request"
         self._final = None
+
+    def _start_user_command(self, command: str, message: Message) -> None:
+        """A command the person ran (Aider ``/run``): its output comes as the next system
+        records; it is settled at the next user text or at the end."""
+        evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
+        facts = self._call_facts(
+            ToolCall(id=f"user-run:{message.id}", name="user_shell", kind=ToolKind.SHELL,
+                     command=command), evidence, False)
+        self._user_run = facts
+        self._user_run_output = []
+
+    def _settle_user_command(self) -> None:
+        run = self._user_run
+        if run is None:
+            return
+        self._user_run = None
+        output = "\n".join(self._user_run_output)
+        code = _RUN_EXIT.search(output)
+        failed = bool(code and code.group(1) != "0")
+        self._outcome(run, failed, output if failed else "", has_result=True)
 
     def _add_request(self, request: Request) -> None:
         key = hashlib.blake2b(" ".join(request.text.lower().split())[:200].encode(),
@@ -464,7 +497,8 @@ class SessionAnalyser:
             self._fail(info.main, info.check_key or info.key, info, info.category, output,
                        call.evidence)
         elif has_result:
-            self._passed(info.check_key or info.key, info, info.main, call.evidence)
+            for part in (info, *info.chain):  # ``ruff check . && mypy x`` passes both checks
+                self._passed(part.check_key or part.key, part, info.main, call.evidence)
 
     def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
                         evidence: Evidence) -> None:
@@ -484,6 +518,7 @@ class SessionAnalyser:
         if ok:
             entry.working = command
             entry.evidence = evidence
+            entry.scope = info.scope
 
     def _fail(self, check: str, key: str, info: CommandInfo | None, category: CommandCategory,
               output: str, evidence: Evidence) -> None:
@@ -572,6 +607,7 @@ class SessionAnalyser:
     def result(self, session: Session | None = None) -> SessionAnalysis:
         """The analysis of everything fed so far (``session``: the complete session record,
         when it was not known at the start)."""
+        self._settle_user_command()
         session = session or self.session
         roots = [r.rstrip("/") for r in (
             session.cwd if session else None,
@@ -634,13 +670,18 @@ class SessionAnalyser:
                          symbols=[self._clean(n) for n in s.symbols], first_seen=s.first_seen)
             for path, s in self._files.items()
         ]
+        forbidden = {word for statement in self._statements
+                     if statement.kind in _RULE_KINDS and statement.superseded_by is None
+                     for word in avoided(statement.text)}
         commands = [
             ProjectCommand(
                 category=c.category, key=c.key,
                 working=self._clean(shorten(c.working, 300)) if c.working else None,
                 last=self._clean(shorten(c.last, 300)), runs=c.runs, failures=c.failures,
-                last_ok=c.last_ok, evidence=c.evidence)
+                last_ok=c.last_ok, evidence=c.evidence, scope=sorted(c.scope))
             for c in self._commands.values()
+            # a command a current rule forbids ("never npm") is not the project's way
+            if c.key.split(" ", 1)[0].lower() not in forbidden
         ]
         steps = [*self._steps]
         if not self._step.empty() or self._step.request is not None:
@@ -713,7 +754,8 @@ def _supersedes(new: _Statement, old: _Statement) -> bool:
     """A later statement on the same subject replaces an earlier one when it is a decision, a
     correction, or names what the earlier one chose."""
     if new.kind in (StatementKind.DECISION, StatementKind.CORRECTION, StatementKind.RENAME):
-        return True
+        # "No, don't use npm — use pnpm" after "this repo uses pnpm": a restatement
+        return not (new.chosen and new.chosen.lower() in old.text.lower())
     if new.replaces and new.replaces.lower() in old.text.lower():
         return True
     return bool(old.chosen and new.replaces and old.chosen.lower() == new.replaces.lower())

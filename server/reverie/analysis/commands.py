@@ -59,6 +59,8 @@ class CommandInfo:
     #: lint, types, format, build) the kind of check and the ecosystem, so that ``pnpm test``
     #: covers ``vitest run src/x.test.ts -t y`` and ``pytest`` covers ``python -m pytest -k z``
     check_key: str = ""
+    #: the other real commands of a chain (``ruff check . && mypy billing``: mypy's info)
+    chain: tuple[CommandInfo, ...] = ()
 
     @property
     def is_project(self) -> bool:
@@ -418,4 +420,20 @@ def analyse_command(command: str) -> CommandInfo:
     check_key = key
     if category in _SCOPED:
         check_key = f"{category.value}:{_ECOSYSTEMS.get(words[0].rsplit('/', 1)[-1], key)}"
-    return CommandInfo(main, category, key, _scope(category, words[start:]), check_key)
+    chain = tuple(analyse_command(part) for part in kept
+                  if part != segment and not part.startswith("cd ")) if len(kept) > 1 else ()
+    if category is CommandCategory.INSTALL and _adds_a_package(key, words[start:]):
+        category = CommandCategory.OTHER  # ``pnpm add swr``: a one-off dependency change
+    return CommandInfo(main, category, key, _scope(category, words[start:]), check_key, chain)
+
+
+def _adds_a_package(key: str, args: list[str]) -> bool:
+    """``pnpm add x`` / ``pip install x`` name packages; ``pnpm install`` / ``pip install -e .``
+    / ``pip install -r requirements.txt`` set the project up."""
+    if key.endswith((" add", " get")) or key == "cargo add":
+        return True
+    names = [a for a in args if not a.startswith("-")]
+    flags = {a for a in args if a.startswith("-")}
+    if flags & {"-e", "--editable", "-r", "--requirement", "--frozen-lockfile", "--ci"}:
+        return False
+    return any(not a.startswith((".", "/")) and "requirements" not in a for a in names)

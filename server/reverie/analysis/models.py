@@ -77,6 +77,8 @@ class ProjectCommand(_Model):
     failures: int
     last_ok: bool
     evidence: Evidence
+    #: paths and selectors the working form was narrowed to (empty: the whole target)
+    scope: list[str] = Field(default_factory=list)
 
 
 class Change(_Model):

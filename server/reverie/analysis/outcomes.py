@@ -106,7 +106,9 @@ def error_summary(output: str, limit: int = 200) -> str:
              if ln.strip() and not _SEPARATOR.match(ln)]
     if not lines:
         return "(no output)"
-    index = next((i for i, ln in enumerate(lines) if _STRONG_ERROR.search(ln)), None)
+    index = next((i for i, ln in enumerate(lines) if _EXCEPTION_LINE.search(ln)), None)
+    if index is None:
+        index = next((i for i, ln in enumerate(lines) if _STRONG_ERROR.search(ln)), None)
     if index is None:
         index = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
     chosen = lines[index]
@@ -117,6 +119,8 @@ def error_summary(output: str, limit: int = 200) -> str:
 
 _SEPARATOR = re.compile(r"^\s*[=_\-*~#⎯─━]{3,}[^\w]*(?:\w[\w ]{0,40})?[^\w]*[=_\-*~#⎯─━]{3,}\s*$"
                         r"|^\s*[=_\-*~#⎯─━]{3,}\s*$")
+#: "ModuleNotFoundError: No module named 'x'": the most specific line there is
+_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b: \S")
 _STRONG_ERROR = re.compile(
     r"^E\s+\S|^FAILED\s|^FAIL\s|\b[A-Z]\w*(?:Error|Exception)\b\s*:|^error(?:\[\w+\])?:|"
     r"^fatal:|npm ERR!|\berror TS\d+|^\s*(?:×|✗|✕)\s|Traceback|panicked at|^\s*●\s",

@@ -58,6 +58,10 @@ _SUBJECTS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "dynamodb", "database", "db")),
     ("migrations", ("migration", "migrations", "alembic", "flyway")),
     ("orm", ("prisma", "sqlalchemy", "drizzle", "typeorm", "sequelize", "orm")),
+    ("background-jobs", ("celery", "rq", "sidekiq", "bullmq", "broker", "task queue",
+                         "job queue", "background jobs", "background job", "worker queue")),
+    ("data-fetching", ("swr", "tanstack query", "tanstack", "react-query", "react query",
+                       "axios", "apollo", "data fetching")),
     ("cache", ("redis", "memcached", "cache")),
     ("git-workflow", ("commit", "commits", "push", "branch", "rebase", "merge", "pull request",
                       "main branch", "force-push", "git")),
@@ -77,13 +81,21 @@ _SUBJECTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tests", ("tests", "test", "testing", "coverage", "mocks", "mock", "fixtures")),
     ("dependencies", ("dependency", "dependencies", "library", "libraries", "packages")),
 )
+_NEGATION_BEFORE = re.compile(
+    r"(?:never|not|no|don'?t(?: use)?|do not(?: use)?|instead of|rather than|drop|avoid|without)"
+    r"\W*(?:use\W+)?(?:the\W+)?(?:[\w.@/-]+\W*(?:,|or|nor|and)\W*)*$"
+)
 _SUBJECT_PATTERNS = tuple(
     (subject, re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(t) for t in terms) + r")(?![\w-])"))
     for subject, terms in _SUBJECTS
 )
 
 _KNOWN = frozenset(subject for subject, _terms in _SUBJECTS)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
+#: the subjects ``subject_of`` knows by name (everything else is a slug of content words)
+KNOWN_SUBJECTS = _KNOWN
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: a "sentence" ending in one of these goes on in the next one ("e.g. `uv run pytest`")
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|resp|no)\.|\(e\.g\.)$", re.I)
 _IMPERATIVE_VERBS = (
     r"use|run|write|commit|push|add|put|call|keep|do|make|include|prefix|test|ask|create|touch|"
     r"modify|edit|change|delete|remove|mock|import|return|wrap|log|print|store|check|format|"
@@ -99,14 +111,17 @@ _RULE = re.compile(
     r"|\bplease\s+(?:don'?t|do not|never|always|stop|avoid)\b"
     r"|\bmake sure (?:to|you|that you)?\s*(?:always|never)\b"
     r"|\bremember (?:to|that)\b|\bdon'?t ever\b|\bunder no circumstances\b|\bat all times\b"
-    r"|\b(?:must|should)\s+(?:always|never)\b|\bis (?:forbidden|not allowed|mandatory)\b",
+    r"|\b(?:must|should)\s+(?:always|never)\b|\bis (?:forbidden|not allowed|mandatory)\b"
+    r"|^(?:and\s+|also\s*:?\s*|then\s+)?(?:run|use|check)\b.{0,120}\bbefore (?:you |every |each |"
+    r"any )?(?:finish|commit|push|tell|say|claim|report|declare|mark|merg|open|call it|are done|"
+    r"hand)",
     re.IGNORECASE,
 )
 _NOTE = re.compile(
     r"^(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)\s*[:\-—!]"
     r"|\b(?:this|the|our)\s+(?:repo|repository|project|codebase|team|app|monorepo)\s+"
     r"(?:uses|use|is using|runs on|relies on|requires|needs|is on)\b"
-    r"|^we (?:use|are using|'re using|run|deploy (?:to|with|on))\b",
+    r"|\bwe (?:always )?(?:use|are using|'re using|deploy (?:to|with|on))\b",
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
@@ -131,12 +146,15 @@ _DECISION = re.compile(
     r"drop|stick with)\b"
     r"|\b(?:switch(?:ing)?|mov(?:e|ing)|migrat(?:e|ing)) (?:over )?(?:from [\w.@/-]+ )?to\b"
     r"|\bdrop(?:ping)? (?:the )?[\w.@/-]+,? (?:and|we|in favou?r of)\b|\bin favou?r of\b"
-    r"|\bno longer use\b|\breplace [\w.@/-]+ with\b|\binstead of [\w.@/-]+,? (?:we|use|go)\b",
+    r"|\bno longer use\b|\breplace [\w.@/-]+ with\b|\binstead of [\w.@/-]+,? (?:we|use|go)\b"
+    r"|^\s*(?:actually|no|wait)\b.{0,20}\bmake it\b",
     re.IGNORECASE,
 )
 _RENAME = re.compile(
-    r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?:\w+\s+)?[`'\"]?([\w./@:-]+)[`'\"]?\s+(?:to|as|into)\s+"
-    r"[`'\"]?([\w./@:-]+)[`'\"]?"
+    r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?:\w+\s+)?[`'\"]?([\w./@:-]+)(?:\(\))?[`'\"]?"
+    r"(?:\s+(?:hook|function|method|class|component|module|file|folder|directory|page|"
+    r"section|variable|field|column|table|endpoint|route|type|package|command|flag|option))?"
+    r"\s+(?:to|as|into)\s+[`'\"]?([\w./@:-]+)(?:\(\))?[`'\"]?"
     r"|[`'\"]?([\w./@:-]+)[`'\"]? is now (?:called|named)\s+[`'\"]?([\w./@:-]+)[`'\"]?",
     re.IGNORECASE,
 )
@@ -146,15 +164,16 @@ _REPLACED = re.compile(
     re.IGNORECASE,
 )
 _CHOSEN = re.compile(
-    r"\b(?:to|use|with|go with|stick with|in favou?r of)\s+(?:use\s+|the\s+|using\s+)*"
-    r"[`'\"]?([\w.@/-]+)",
+    r"\b(?:to|use|with|go with|stick with|in favou?r of|make it)\s+(?:use\s+|the\s+|using\s+)*"
+    r"[`'\"]?([\w.@/-]+(?:\s+\d[\w.]*)?)",
     re.IGNORECASE,
 )
 _RULE_LIKE = frozenset({StatementKind.RULE, StatementKind.NOTE, StatementKind.PREFERENCE})
 _TASK_WORDS = re.compile(
     r"\b(?:fix|add|implement|make|update|create|write|build|change|refactor|rename|remove|"
     r"delete|migrate|debug|investigate|look|check|run|test|please|can you|could you|now|"
-    r"let'?s|need|want|help|show|explain|find|move|switch|set up|install|deploy|try)\b",
+    r"let'?s|need|want|help|show|explain|find|move|switch|set|get|start|do|finish|install|"
+    r"deploy|try)\b",
     re.IGNORECASE,
 )
 _AVOIDED = re.compile(
@@ -184,9 +203,12 @@ _TRIGGER = re.compile(
     r"reminder|n\.?b\.?|rule|convention|policy|warning|repo|project|codebase|team|app\b|"
     r"we |we'|prefer|like|rather|use|instead|over\b|^\s*(?:no|nope|wrong|not|that|actually|"
     r"you|why|i said|i told)\b|plan|decision|decided|let'?s|switch|mov(?:e|ing)|migrat|drop|"
-    r"favou?r|longer|replace|renam|now (?:called|named)",
+    r"favou?r|longer|replace|renam|now (?:called|named)|before|make it",
     re.IGNORECASE,
 )
+
+
+_PATTERN_OF = dict(_SUBJECT_PATTERNS)
 
 
 def subject_of(text: str) -> str:
@@ -204,6 +226,19 @@ def subject_of(text: str) -> str:
     return "-".join(words[:3]) or "general"
 
 
+def choice_of(text: str, subject: str) -> str | None:
+    """The first term of ``subject``'s lexicon that ``text`` names without negating it
+    ("Use pnpm, never npm" → "pnpm" for ``package-manager``)."""
+    pattern = _PATTERN_OF.get(subject)
+    if pattern is None:
+        return None
+    lowered = text.lower()
+    for match in pattern.finditer(lowered):
+        if not _NEGATION_BEFORE.search(lowered[max(0, match.start() - 40):match.start()]):
+            return match.group(0)
+    return None
+
+
 def _known_subject(word: str | None) -> str | None:
     """The lexicon subject ``word`` belongs to, if any."""
     if not word:
@@ -213,7 +248,15 @@ def _known_subject(word: str | None) -> str | None:
 
 
 def _sentences(text: str) -> list[str]:
-    parts = [" ".join(p.split()) for p in _SENTENCE_END.split(text[:4000])]
+    parts: list[str] = []
+    for raw in _SENTENCE_END.split(text[:4000]):
+        part = " ".join(raw.split())
+        previous = parts[-1] if parts else ""
+        if parts and (_ABBREVIATION.search(previous) or previous.count("`") % 2
+                      or previous.count("(") > previous.count(")")):
+            parts[-1] = f"{parts[-1]} {part}"
+        else:
+            parts.append(part)
     out: list[str] = []
     for part in parts:
         part = part.strip(" -*•>")
@@ -227,6 +270,17 @@ def _sentences(text: str) -> list[str]:
 def _word_after(pattern: re.Pattern[str], text: str) -> str | None:
     match = pattern.search(text)
     return match.group(1).strip("`'\".,;:") if match else None
+
+
+def _chosen(text: str) -> str | None:
+    """The choice a sentence makes: the first "use X" / "to X" not negated ("don't use npm
+    here — use pnpm" → pnpm)."""
+    for match in _CHOSEN.finditer(text):
+        before = text[max(0, match.start() - 12):match.start()].lower()
+        if re.search(r"(?:n't|not|never|no)\s*$", before):
+            continue
+        return match.group(1).strip("`'\".,;:")
+    return None
 
 
 def statements_in(request: str) -> list[Statement]:
@@ -245,14 +299,17 @@ def split_request(request: str) -> tuple[list[Statement], str]:
     previous: Statement | None = None
     for position, sentence in enumerate(sentences):
         found = _statement(sentence, position)
-        if found is None and previous is not None and previous.kind in _RULE_LIKE \
-                and not _TASK_WORDS.search(sentence) and not sentence.endswith("?"):
+        goes_on = (found is None and previous is not None and not _TASK_WORDS.search(sentence)
+                   and not sentence.endswith("?"))
+        if goes_on and previous is not None and previous.kind is StatementKind.CORRECTION:
+            continue  # "No, use pnpm. npm just created a lockfile we don't want.": the why
+        if goes_on and previous is not None and previous.kind in _RULE_LIKE:
             # "Money is integer cents. Decimal only at the API boundary." : the second
             # sentence goes on with the first one's rule
             found = Statement(StatementKind.NOTE, sentence, previous.subject)
-        if found is None:
-            task.append(sentence)
-        else:
+        if found is None or found.kind is StatementKind.RENAME:
+            task.append(sentence)  # a rename is also the task of the moment
+        if found is not None:
             out.append(found)
         previous = found
     return out, " ".join(task)
@@ -268,13 +325,15 @@ def _statement(sentence: str, position: int) -> Statement | None:
         return Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new)
     if _DECISION.search(sentence):
         replaced = _word_after(_REPLACED, sentence)
-        chosen = _word_after(_CHOSEN, sentence)
-        subject = _known_subject(chosen) or _known_subject(replaced) or subject_of(sentence)
+        chosen = _chosen(sentence)
+        named = subject_of(sentence)
+        subject = (named if named in _KNOWN else None) or _known_subject(chosen) \
+            or _known_subject(replaced) or named
         return Statement(StatementKind.DECISION, sentence, subject, replaced, chosen)
     if position == 0 and _CORRECTION_START.match(sentence):
         if _CORRECTION_GENERAL.search(sentence):
             return Statement(StatementKind.CORRECTION, sentence, subject_of(sentence),
-                             _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence))
+                             _word_after(_REPLACED, sentence), _chosen(sentence))
         return None
     if _NOTE.search(sentence):
         return Statement(StatementKind.NOTE, sentence, subject_of(sentence),
@@ -284,7 +343,7 @@ def _statement(sentence: str, position: int) -> Statement | None:
                          _word_after(_AVOIDED, sentence))
     if _PREFERENCE.search(sentence):
         return Statement(StatementKind.PREFERENCE, sentence, subject_of(sentence),
-                         _word_after(_REPLACED, sentence), _word_after(_CHOSEN, sentence))
+                         _word_after(_REPLACED, sentence), _chosen(sentence))
     return None
 
 

@@ -47,6 +47,8 @@ class UserText:
     request: str | None = None
     #: the slash command it runs (``/clear``), when it is one
     command: str | None = None
+    #: a shell command the person ran themselves (Aider ``/run X``, Claude Code ``!X``)
+    shell: str | None = None
 
     @property
     def is_request(self) -> bool:
@@ -62,6 +64,8 @@ _LEADING_CONTEXT = re.compile(
     r"user_instructions|context)\b[^>]*>.*?</\1>\s*",
     re.DOTALL,
 )
+#: Aider's ``/run`` and ``/test`` (the person runs a shell command; its output follows)
+_AIDER_RUN = re.compile(r"^(/run|/test)\s+(\S.*)$", re.DOTALL)
 _TAG_ONLY = re.compile(r"^\s*<([a-zA-Z][\w-]*)[^>]*>.*</\1>\s*$", re.DOTALL)
 #: Codex's IDE extension: "# Context from my IDE setup: … ## My request for Codex: <request>"
 _IDE_REQUEST = re.compile(r"^#{1,6}\s*my request(?: for [\w .-]+)?:?\s*$", re.IGNORECASE | re.M)
@@ -129,7 +133,10 @@ def classify_user_text(text: str, display: str | None = None) -> UserText:
         return UserText(UserTextKind.COMMAND, None, name or None)
     bash = _BASH_INPUT.match(stripped)
     if bash is not None:
-        return UserText(UserTextKind.COMMAND, None, "!" + bash.group(1).strip())
+        return UserText(UserTextKind.COMMAND, None, "!", bash.group(1).strip())
+    run = _AIDER_RUN.match(stripped)
+    if run is not None:
+        return UserText(UserTextKind.COMMAND, None, run.group(1), run.group(2).strip())
     if stripped.startswith(_OUTPUT_PREFIXES):
         return UserText(UserTextKind.COMMAND_OUTPUT)
     if stripped.startswith(_NOTIFICATION_PREFIXES):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from reverie.analysis import CommandCategory, analyse_command
+from reverie.analysis import CommandCategory, analyse_command, analyse_session
+from reverie.transcripts.reader import TranscriptReader
 
 from .conftest import ClaudeLog
 
@@ -81,3 +84,49 @@ def test_working_form_is_the_last_success(log: ClaudeLog) -> None:
     assert by_key["pnpm test"].runs == 2 and by_key["pnpm test"].category is C.TEST
     assert by_key["npm test"].working is None and by_key["npm test"].failures == 1
     assert by_key["pnpm install"].category is C.INSTALL
+
+
+def test_one_off_dependency_changes_are_not_the_install_command() -> None:
+    assert analyse_command("pnpm add swr").category is C.OTHER
+    assert analyse_command("pip install requests").category is C.OTHER
+    assert analyse_command("pip install -e '.[test]'").category is C.INSTALL
+    assert analyse_command("pip install -r requirements.txt").category is C.INSTALL
+
+
+def test_working_form_drops_looking_around_but_keeps_cd_and_chains() -> None:
+    assert analyse_command("rm package-lock.json && pnpm install").main == "pnpm install"
+    assert analyse_command("cd web && pnpm test").main == "cd web && pnpm test"
+    chained = analyse_command("ruff check . && mypy billing")
+    assert chained.main == "ruff check . && mypy billing"
+    assert [part.key for part in chained.chain] == ["mypy"]
+
+
+def test_a_command_the_user_forbade_is_not_a_project_command(log: ClaudeLog) -> None:
+    (log.user("set the project up")
+     .bash("npm install", "added 312 packages")
+     .user("No, don't use npm here — use pnpm. npm just created a package-lock.json.")
+     .bash("rm package-lock.json && pnpm install", "Done in 2.1s"))
+    analysis = log.analyse()
+    assert [c.working for c in analysis.commands] == ["pnpm install"]
+    assert analysis.requests[0].text == "set the project up"
+    assert len(analysis.requests) == 1  # the correction's "why" is not a task
+
+
+def test_aider_run_is_a_command_the_person_ran(tmp_path: Path) -> None:
+    history = tmp_path / "repo" / ".aider.chat.history.md"
+    history.parent.mkdir()
+    history.write_text(
+        "\n# aider chat started at 2026-11-07 15:00:00\n\n> aider --model sonnet\n\n"
+        "#### /run uv run ruff check .  \n> src/x.py:3:8: F401 `sys` imported but unused  \n"
+        "> Command exited with code 1  \n\n"
+        "#### remove the unused import  \n\nsrc/x.py\n```python\n<<<<<<< SEARCH\nimport sys\n"
+        "import os\n=======\nimport os\n>>>>>>> REPLACE\n```\n\n> Applied edit to src/x.py  \n\n"
+        "#### /run uv run ruff check .  \n> All checks passed!  \n", encoding="utf-8")
+    reader = TranscriptReader(history)
+    analysis = analyse_session(list(reader), reader.session)
+    assert [(c.key, c.working, c.runs, c.failures) for c in analysis.commands] == [
+        ("ruff check", "uv run ruff check .", 2, 1)]
+    [error] = analysis.errors
+    assert error.status == "fixed" and error.fix is not None
+    assert error.fix.path == "src/x.py"
+    assert analysis.title == "remove the unused import"

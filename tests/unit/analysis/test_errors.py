@@ -128,3 +128,47 @@ def test_repeated_failure_is_one_error_with_a_count(log: ClaudeLog) -> None:
     [error] = log.analyse().errors
     assert error.failures == 5
     assert error.status == "still_failing"
+
+
+def test_a_passing_chain_resolves_each_check_in_it(log: ClaudeLog) -> None:
+    (log.user("make mypy happy")
+     .bash("mypy billing", "billing/tax.py:9: error: Incompatible types (float)", fail=True)
+     .edit("billing/tax.py", "rate: float = 0.2", "rate: Decimal = Decimal('0.2')")
+     .bash("ruff check . && mypy billing", "All checks passed!\nSuccess: no issues found"))
+    [error] = log.analyse().errors
+    assert error.status == "fixed" and error.check == "mypy billing"
+    assert error.proved_by == "ruff check . && mypy billing"
+
+
+def test_a_package_script_covers_the_runner_it_wraps(log: ClaudeLog) -> None:
+    (log.user("fix the discount rounding")
+     .bash('pnpm vitest run src/cart/discount.test.ts -t "rounds to cents"',
+           "AssertionError: expected 999.5 to be 1000", fail=True)
+     .edit("src/cart/discount.ts", "return price * rate", "return Math.round(price * rate)")
+     .bash("pnpm test", "Tests  48 passed (48)"))
+    [error] = log.analyse().errors
+    assert error.status == "fixed" and error.proved_by == "pnpm test"
+
+
+def test_fix_is_the_code_change_not_the_changelog(log: ClaudeLog) -> None:
+    (log.user("prorating is off in leap years, please fix")
+     .bash("python -m pytest tests/test_proration.py -k leap_year -q",
+           "=================================== FAILURES ===================================\n"
+           "____ test_prorate_leap_year ____\n>       assert prorate(36600) == 100\n"
+           "E       assert 99 == 100\n\nbilling/proration.py:12: AssertionError", fail=True)
+     .edit("billing/proration.py", "days = 365", "days = days_in_year(start.year)")
+     .edit("CHANGELOG.md", "## Unreleased", "## Unreleased\n- Proration uses 366 days")
+     .bash("python -m pytest -q", "64 passed"))
+    [error] = log.analyse().errors
+    assert error.error == "E assert 99 == 100"
+    assert error.fix is not None and error.fix.path == "billing/proration.py"
+    assert error.other_changes == 1
+
+
+def test_the_specific_exception_line_is_the_error() -> None:
+    from reverie.analysis.outcomes import error_summary
+
+    output = ("ImportError while loading conftest '/repo/tests/conftest.py'.\n"
+              "tests/conftest.py:3: in <module>\n    import psycopg\n"
+              "E   ModuleNotFoundError: No module named 'psycopg'\n")
+    assert error_summary(output) == "E ModuleNotFoundError: No module named 'psycopg'"

@@ -106,3 +106,47 @@ def test_correction_without_a_general_rule(log: ClaudeLog) -> None:
     assert analysis.rules == []
     assert [c.text for c in analysis.corrections] == [
         "no, the flag must be called --format json instead"]
+
+
+@pytest.mark.parametrize(("text", "kind", "subject"), [
+    ("And run `ruff check . && mypy billing` before you finish.", K.RULE, "linter"),
+    ('also: for callouts we use `!!! note` admonitions, never bold "Note:" paragraphs',
+     K.NOTE, None),
+    ("Always run things through `uv run` (e.g. `uv run pytest`), never pip install.",
+     K.RULE, "package-manager"),
+    ("Decision: Celery with Redis as the broker.", K.DECISION, "background-jobs"),
+    ("For data fetching let's use SWR.", K.DECISION, "data-fetching"),
+])
+def test_more_phrasings(text: str, kind: StatementKind, subject: str | None) -> None:
+    [statement] = statements_in(text)
+    assert statement.kind is kind and statement.text.endswith(text[-12:])
+    if subject is not None:
+        assert statement.subject == subject
+
+
+def test_rename_asked_as_a_task_is_both() -> None:
+    from reverie.analysis.statements import split_request
+
+    [rename], task = split_request("Rename the `useCartStore` hook to `useBasket` everywhere")
+    assert (rename.replaces, rename.chosen) == ("useCartStore", "useBasket")
+    assert task == "Rename the `useCartStore` hook to `useBasket` everywhere"
+    [rename], _ = split_request("rename invoice_total() to compute_invoice_total() please")
+    assert (rename.replaces, rename.chosen) == ("invoice_total", "compute_invoice_total")
+
+
+def test_choice_of_skips_negated_terms() -> None:
+    from reverie.analysis.statements import KNOWN_SUBJECTS, choice_of
+
+    assert "package-manager" in KNOWN_SUBJECTS
+    assert choice_of("Never npm or yarn; use pnpm", "package-manager") == "pnpm"
+    [correction] = statements_in("No, don't use npm here — use pnpm")
+    assert correction.chosen == "pnpm"
+
+
+def test_a_restatement_does_not_supersede(log: ClaudeLog) -> None:
+    (log.user("Note: this repo uses pnpm — never npm or yarn. Set the project up.")
+     .reply("OK")
+     .user("No, don't use npm here — use pnpm"))
+    note, correction = log.analyse().rules
+    assert note.superseded_by is None and correction.superseded_by is None
+    assert note.avoid == ["npm", "yarn"]
