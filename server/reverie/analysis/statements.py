@@ -176,6 +176,13 @@ _TASK_WORDS = re.compile(
     r"deploy|try)\b",
     re.IGNORECASE,
 )
+_TASK_START = re.compile(
+    r"^(?:please\s+|now\s*[:,]?\s*|then\s+|and\s+|also\s+)?(?:fix|add|implement|make|update|"
+    r"create|write|build|change|refactor|rename|remove|delete|migrate|debug|investigate|look|"
+    r"check|run|test|show|explain|find|move|switch|set|get|start|do|finish|install|deploy|try|"
+    r"can you|could you|let'?s)\b",
+    re.IGNORECASE,
+)
 _AVOIDED = re.compile(
     r"\b(?:never|not|instead of|rather than|don'?t use|do not use|no)\s+(?:use\s+|the\s+)?"
     r"[`'\"]?([\w.@/-]+)",
@@ -301,7 +308,8 @@ def split_request(request: str) -> tuple[list[Statement], str]:
         found = _statement(sentence, position)
         goes_on = (found is None and previous is not None and not _TASK_WORDS.search(sentence)
                    and not sentence.endswith("?"))
-        if goes_on and previous is not None and previous.kind is StatementKind.CORRECTION:
+        if previous is not None and previous.kind is StatementKind.CORRECTION \
+                and found is None and not _TASK_START.match(sentence):
             continue  # "No, use pnpm. npm just created a lockfile we don't want.": the why
         if goes_on and previous is not None and previous.kind in _RULE_LIKE:
             # "Money is integer cents. Decimal only at the API boundary." : the second
