@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from reverie.llm.http import HttpModelClient
+from reverie.llm.stream import AnthropicStreamAssembler, StreamAssembler
 from reverie.llm.structured import schema_for, schema_name
 from reverie.llm.types import ChatMessage, ModelReply, StopReason, ToolCallRequest, ToolSpec
 from reverie.transcripts.model import Usage
@@ -115,6 +116,20 @@ class AnthropicClient(HttpModelClient):
         if wire_tools:
             body["tools"] = wire_tools
         return body
+
+    def new_assembler(self) -> StreamAssembler:
+        return AnthropicStreamAssembler(self.model, _usage)
+
+    def reply_from_stream(self, assembler: StreamAssembler,
+                          output_schema: type[BaseModel] | None) -> ModelReply:
+        """The assembled reply; a forced structured-output tool's input becomes the text."""
+        if output_schema is not None and isinstance(assembler, AnthropicStreamAssembler):
+            structured = assembler.forced_tool_text(schema_name(output_schema))
+            if structured is not None:
+                reply = assembler.reply()
+                stop = reply.stop_reason if reply.tool_calls else "end_turn"
+                return reply.model_copy(update={"text": structured, "stop_reason": stop})
+        return assembler.reply()
 
     # ---- reply -------------------------------------------------------------------------------
     def parse_reply(self, data: Any, *, output_schema: type[BaseModel] | None) -> ModelReply:

@@ -42,6 +42,11 @@ class LLMBadRequestError(LLMError):
     """4xx other than auth and rate limits: the request itself was refused."""
 
 
+class LLMToolsUnsupportedError(LLMBadRequestError):
+    """The endpoint refused a request because it offered tools: the job switches to the
+    structured no-tools form (and the fact is remembered)."""
+
+
 class LLMRateLimitError(LLMError):
     """429: retried with backoff, honouring ``Retry-After``."""
 
@@ -64,6 +69,10 @@ class LLMConnectionError(LLMError):
     """The endpoint could not be reached at all: retried with backoff."""
 
     retryable = True
+
+
+class LLMStreamInterruptedError(LLMConnectionError):
+    """A streamed reply ended (connection closed) before it was complete: retried."""
 
 
 class LLMBadResponseError(LLMError):

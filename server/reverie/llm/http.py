@@ -6,20 +6,24 @@ scrubbed of it, and ``repr`` of a client shows provider, model and URL only.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import functools
 import json
 import logging
 import os
+import re
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 import orjson
 from pydantic import BaseModel
 
+from reverie.llm.capabilities import CapabilityStore
 from reverie.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
@@ -29,14 +33,28 @@ from reverie.llm.errors import (
     LLMError,
     LLMRateLimitError,
     LLMServerError,
+    LLMStreamInterruptedError,
     LLMTimeoutError,
+    LLMToolsUnsupportedError,
     scrub,
 )
 from reverie.llm.retry import RetryPolicy, with_retries
+from reverie.llm.stream import StreamAssembler, StreamErrorEvent, iter_sse
 from reverie.llm.structured import complete_structured
-from reverie.llm.types import ChatMessage, ModelReply, ToolSpec
+from reverie.llm.types import ChatMessage, ModelReply, ProgressCallback, ToolSpec
 
 logger = logging.getLogger(__name__)
+
+#: a refusal of ``"stream": true`` names streaming; a refusal of tools names them
+_NAMES_STREAMING = re.compile(r"stream", re.IGNORECASE)
+_NAMES_TOOLS = re.compile(r"\btools?\b|tool[_ ]choice|tool[_ ]call|function[_ ]call|--jinja",
+                          re.IGNORECASE)
+#: progress callbacks fire at most this often (tokens) while a reply streams in
+PROGRESS_EVERY_TOKENS = 32
+
+
+class _StreamingRefused(Exception):
+    """The endpoint refused a streamed request: ask again without streaming."""
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -94,10 +112,15 @@ class HttpModelClient:
         max_output_tokens: int = 4096,
         retry_policy: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        stream: bool = True,
+        capabilities: CapabilityStore | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.max_output_tokens = max_output_tokens
+        self.request_timeout = request_timeout
+        self.stream = stream
+        self.capabilities = capabilities or CapabilityStore()
         self._api_key = api_key or None
         self.retry_policy = retry_policy or RetryPolicy(max_retries=max_retries)
         self._http = httpx.AsyncClient(
@@ -121,6 +144,16 @@ class HttpModelClient:
         await self._http.aclose()
 
     # ---- the ModelClient call ----------------------------------------------------------------
+    @property
+    def streams(self) -> bool:
+        """Whether the next request streams: on unless configured off or refused before."""
+        return self.stream and self.capabilities.streaming(self.base_url) is not False
+
+    @property
+    def supports_tools(self) -> bool | None:
+        """False once the endpoint refused tools for this model; None while not known."""
+        return self.capabilities.tools(self.base_url, self.model)
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],
@@ -129,14 +162,15 @@ class HttpModelClient:
         tools: Sequence[ToolSpec] = (),
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ModelReply:
         """One model call (two when a structured reply needs its one repair)."""
 
         async def once(msgs: Sequence[ChatMessage]) -> ModelReply:
             body = self.build_body(msgs, system=system, tools=tools,
                                    output_schema=output_schema, max_tokens=max_tokens)
-            data = await self.post_json(self.completion_path, body)
-            return self.parse_reply(data, output_schema=output_schema)
+            limit = max_tokens or self.max_output_tokens
+            return await self._call(body, output_schema, on_progress, limit)
 
         if output_schema is None:
             return await once(messages)
@@ -144,6 +178,121 @@ class HttpModelClient:
             once, messages, output_schema,
             lambda reply: self.structured_value(reply, output_schema), provider=self.provider,
         )
+
+    async def _call(self, body: dict[str, Any], output_schema: type[BaseModel] | None,
+                    on_progress: ProgressCallback | None, limit: int) -> ModelReply:
+        """Streamed when possible; a refusal of streaming is remembered and the call repeated
+        without it. A refusal naming tools becomes ``LLMToolsUnsupportedError`` (remembered)."""
+        try:
+            if self.streams:
+                try:
+                    return await with_retries(
+                        lambda: self._stream_attempt(body, output_schema, on_progress, limit),
+                        self.retry_policy)
+                except _StreamingRefused:
+                    logger.info("%s at %s refused streaming; asking without it from now on",
+                                self.provider, self.base_url)
+                    await asyncio.to_thread(self.capabilities.set_streaming, self.base_url,
+                                            False)
+            data = await with_retries(lambda: self._plain_attempt(body), self.retry_policy)
+            return self.parse_reply(data, output_schema=output_schema)
+        except LLMToolsUnsupportedError:
+            await asyncio.to_thread(self.capabilities.set_tools, self.base_url, self.model, False)
+            raise
+
+    def _tools_refused(self, body: dict[str, Any], error: LLMError) -> LLMError:
+        """``error`` as ``LLMToolsUnsupportedError`` when the request offered tools and the
+        refusal names them (Ollama "does not support tools", llama.cpp "--jinja", vLLM
+        "tool choice requires ..."); else ``error`` itself."""
+        if (body.get("tools") and error.status in (400, 422, 500, 501)
+                and _NAMES_TOOLS.search(error.message)):
+            return LLMToolsUnsupportedError(
+                f"The model {self.model} at {self.base_url} cannot call tools ({error.message}); "
+                "Reverie switches this job to its structured no-tools form.",
+                provider=self.provider, status=error.status,
+            )
+        return error
+
+    async def _plain_attempt(self, body: dict[str, Any]) -> Any:
+        try:
+            return await self._request_json("POST", self.completion_path, json_body=body)
+        except (LLMBadRequestError, LLMServerError) as exc:
+            raise self._tools_refused(body, exc) from None
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` asking for a streamed reply (providers add their options)."""
+        return {**body, "stream": True}
+
+    def new_assembler(self) -> StreamAssembler:
+        raise NotImplementedError
+
+    def reply_from_stream(self, assembler: StreamAssembler,
+                          output_schema: type[BaseModel] | None) -> ModelReply:
+        return assembler.reply()
+
+    async def _stream_attempt(self, body: dict[str, Any], output_schema: type[BaseModel] | None,
+                              on_progress: ProgressCallback | None, limit: int) -> ModelReply:
+        """One streamed request. The read timeout is an inactivity timeout here: it trips
+        only when no bytes arrived for ``request_timeout`` seconds, however long the reply."""
+        content = _encode_json(self.stream_body(body))
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        with self._transport_errors():
+            async with self._http.stream("POST", self.url(self.completion_path), content=content,
+                                         headers=headers) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    error = self._status_error(response)
+                    if (response.status_code in (400, 404, 405, 415, 422, 501)
+                            and _NAMES_STREAMING.search(error.message)
+                            and not _NAMES_TOOLS.search(error.message)):
+                        raise _StreamingRefused
+                    raise self._tools_refused(body, error)
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    # the server ignored "stream": a whole reply; ask plainly from now on
+                    await response.aread()
+                    data = self._decode(response, "POST", self.completion_path)
+                    await asyncio.to_thread(self.capabilities.set_streaming, self.base_url,
+                                            False)
+                    return self.parse_reply(data, output_schema=output_schema)
+                assembler = self.new_assembler()
+                await self._consume(response, assembler, on_progress, limit)
+        return self.reply_from_stream(assembler, output_schema)
+
+    async def _consume(self, response: httpx.Response, assembler: StreamAssembler,
+                       on_progress: ProgressCallback | None, limit: int) -> None:
+        """Feed the stream to ``assembler`` until it is complete; garbage, a server error
+        event, a model that runs far past its token limit or an early end each raise."""
+        reported = 0
+        runaway = 2 * limit + 256
+        try:
+            async for event in iter_sse(response.aiter_lines()):
+                assembler.feed(event)
+                tokens = assembler.tokens_so_far
+                if on_progress is not None and tokens - reported >= PROGRESS_EVERY_TOKENS:
+                    reported = tokens
+                    on_progress(tokens)
+                if tokens > runaway:
+                    raise LLMBadResponseError(
+                        f"The {self.provider} endpoint at {self.base_url} kept generating past "
+                        f"the {limit}-token output limit (about {tokens} tokens); the reply was "
+                        "abandoned.", provider=self.provider)
+                if assembler.done:
+                    break
+        except ValueError as exc:
+            raise self.bad_response(f"garbage in the stream: {exc}") from None
+        except StreamErrorEvent as exc:
+            raise LLMServerError(
+                f"The {self.provider} endpoint at {self.base_url} reported an error mid-stream "
+                f"({scrub(str(exc), self._api_key)[:200]}); Reverie retries.",
+                provider=self.provider) from None
+        if not assembler.done and not getattr(assembler, "finished", False):
+            raise LLMStreamInterruptedError(
+                f"The {self.provider} endpoint at {self.base_url} ended the stream before the "
+                f"reply was complete (after {assembler.events} events); Reverie retries.",
+                provider=self.provider)
+        assembler.done = True
+        if on_progress is not None and assembler.tokens_so_far != reported:
+            on_progress(assembler.tokens_so_far)
 
     completion_path: str = ""
 
@@ -197,6 +346,9 @@ class HttpModelClient:
             response = await self._send(
                 method, path, content=content, headers={"Content-Type": "application/json"}
             )
+        return self._decode(response, method, path)
+
+    def _decode(self, response: httpx.Response, method: str, path: str) -> Any:
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -209,8 +361,18 @@ class HttpModelClient:
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         target = self.url(path)
-        try:
+        with self._transport_errors():
             response = await self._http.request(method, target, **kwargs)
+        if response.status_code >= 400:
+            await response.aread()
+            raise self._status_error(response)
+        return response
+
+    @contextlib.contextmanager
+    def _transport_errors(self) -> Iterator[None]:
+        """httpx's transport exceptions as ``LLMError``s naming the endpoint and the fix."""
+        try:
+            yield
         except (httpx.UnsupportedProtocol, httpx.InvalidURL):
             raise LLMConfigError(
                 f"The {self.provider} base URL {self.base_url!r} is not a usable http(s) URL; "
@@ -218,10 +380,19 @@ class HttpModelClient:
                 provider=self.provider,
             ) from None
         except httpx.TimeoutException as exc:
-            kind = "connecting to" if isinstance(exc, httpx.ConnectTimeout) else "waiting for"
+            if isinstance(exc, httpx.ConnectTimeout):
+                what = "connecting to"
+            else:
+                what = f"waiting {self.request_timeout:g} s for data from"
             raise LLMTimeoutError(
-                f"Timed out {kind} the {self.provider} endpoint at {self.base_url}; raise "
+                f"Timed out {what} the {self.provider} endpoint at {self.base_url}; raise "
                 "REVERIE_REQUEST_TIMEOUT_SECONDS or check the endpoint is up.",
+                provider=self.provider,
+            ) from None
+        except httpx.RemoteProtocolError:
+            raise LLMStreamInterruptedError(
+                f"The {self.provider} endpoint at {self.base_url} closed the connection before "
+                "the reply was complete; Reverie retries.",
                 provider=self.provider,
             ) from None
         except httpx.TransportError as exc:
@@ -230,10 +401,6 @@ class HttpModelClient:
                 f"({type(exc).__name__}); check REVERIE_BASE_URL and your network.",
                 provider=self.provider,
             ) from None
-        if response.status_code >= 400:
-            await response.aread()
-            raise self._status_error(response)
-        return response
 
     def _status_error(self, response: httpx.Response) -> LLMError:
         status = response.status_code

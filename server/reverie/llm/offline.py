@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from reverie.llm.errors import StructuredOutputError
-from reverie.llm.types import ChatMessage, ModelReply, ToolSpec
+from reverie.llm.types import ChatMessage, ModelReply, ProgressCallback, ToolSpec
 from reverie.transcripts.model import Usage
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -78,6 +78,7 @@ class OfflineClient:
         tools: Sequence[ToolSpec] = (),
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ModelReply:
         source = "\n".join(m.content for m in messages if m.role in ("user", "tool") and m.content)
         summary = extract_summary(source)

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from reverie.llm.http import HttpModelClient
+from reverie.llm.stream import OpenAIStreamAssembler, StreamAssembler, tool_call_from_text
 from reverie.llm.structured import schema_for, schema_name
 from reverie.llm.types import ChatMessage, ModelReply, StopReason, ToolCallRequest, ToolSpec
 from reverie.transcripts.model import Usage
@@ -103,6 +104,13 @@ class OpenAIClient(HttpModelClient):
             }
         return body
 
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Streamed, with the usage in a last chunk (``stream_options.include_usage``)."""
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def new_assembler(self) -> StreamAssembler:
+        return OpenAIStreamAssembler(self.model, _usage)
+
     # ---- reply -------------------------------------------------------------------------------
     def parse_reply(self, data: Any, *, output_schema: type[BaseModel] | None) -> ModelReply:
         try:
@@ -138,15 +146,7 @@ def _tool_call(call_id: str, name: str, arguments: Any) -> ToolCallRequest:
     if isinstance(arguments, dict):
         return ToolCallRequest(id=call_id, name=name, arguments=arguments)
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    if text.strip() == "":
-        return ToolCallRequest(id=call_id, name=name, arguments={})
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        return ToolCallRequest(id=call_id, name=name, raw_arguments=text)
-    if isinstance(parsed, dict):
-        return ToolCallRequest(id=call_id, name=name, arguments=parsed)
-    return ToolCallRequest(id=call_id, name=name, raw_arguments=text)
+    return tool_call_from_text(call_id, name, text)
 
 
 def _usage(raw: Any) -> Usage:

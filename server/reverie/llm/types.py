@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -38,6 +38,9 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
+#: called with the number of tokens generated so far while a reply streams in
+ProgressCallback = Callable[[int], None]
+
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
 
 
@@ -72,8 +75,10 @@ class ModelClient(Protocol):
         tools: Sequence[ToolSpec] = (),
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ModelReply:
-        """One model call. Raises ``LLMError`` subclasses with a human sentence."""
+        """One model call. Raises ``LLMError`` subclasses with a human sentence.
+        ``on_progress`` (tokens generated so far) is called while a reply streams in."""
         ...
 
     async def aclose(self) -> None:

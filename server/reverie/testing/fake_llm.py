@@ -48,6 +48,18 @@ per batch item when a batch is created, in item order). Constructors and kinds:
 - ``Step.invalid_tool_args(name, raw)``: a tool call whose arguments are the raw string ``raw``
   (OpenAI ``function.arguments``; Anthropic ``input`` as a string).
 
+Streaming: a model request with ``"stream": true`` gets the reply as the provider's SSE events
+(``reverie.testing.fake_stream``; OpenAI chunks with ``tool_calls`` argument fragments and a
+usage chunk when ``stream_options.include_usage`` is set, then ``[DONE]``; Anthropic
+``message_start`` ... ``input_json_delta`` ... ``message_stop``), paced by the step's
+``chunk_delay``. ``Scenario.streaming`` = ``refuse`` answers such requests 400 "streaming is not
+supported", ``ignore`` answers them with plain JSON. Misbehaving streams:
+``Step.garbage_stream()`` (events that are not JSON), ``Step.cut_stream(text, keep=0.5)`` (the
+first half of the events, then the connection closes), ``Step.endless_stream(chunk_delay)``
+(text deltas until the client gives up or the server stops). ``Scenario.no_tools`` answers any
+request offering tools with 400 "<model> does not support tools" (a model without tool calling);
+a model that writes tool calls as text is just ``Step.reply('{"name": ..., "arguments": ...}')``.
+
 Any step may also carry ``delay`` (seconds before answering), ``usage`` (``StepUsage`` overriding
 token counts, incl. cache tokens) and ``stop_reason``. When the queue is empty the server asks
 ``fallback`` (``FakeRequest -> Step | None``; ``FakeRequest`` offers ``provider``, ``body``,
@@ -121,11 +133,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
+from reverie.testing import fake_stream
+
 logger = logging.getLogger(__name__)
 
 StepKind = Literal[
-    "text", "tool_calls", "json", "error", "hang", "malformed", "invalid_tool_args"
+    "text", "tool_calls", "json", "error", "hang", "malformed", "invalid_tool_args",
+    "garbage_stream", "cut_stream", "endless_stream",
 ]
+StreamMode = Literal["honour", "refuse", "ignore"]
 Provider = Literal["openai", "anthropic", "control", "unknown"]
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization"}
 
@@ -160,6 +176,8 @@ class Step(BaseModel):
     delay: float = 0.0
     usage: StepUsage | None = None
     stop_reason: str | None = None
+    chunk_delay: float = 0.0
+    keep: float = 0.5
 
     @classmethod
     def of_text(cls, text: str, **kw: Any) -> Step:
@@ -199,6 +217,21 @@ class Step(BaseModel):
     def invalid_tool_args(cls, name: str = "read_file", raw: str = "{not json") -> Step:
         return cls(kind="invalid_tool_args", calls=[ToolCallSpec(name=name)], raw_arguments=raw)
 
+    @classmethod
+    def garbage_stream(cls) -> Step:
+        """A streamed reply whose events are not JSON (non-streamed: a malformed body)."""
+        return cls(kind="garbage_stream")
+
+    @classmethod
+    def cut_stream(cls, text: str = "a reply that stops half way", keep: float = 0.5) -> Step:
+        """The first ``keep`` of a streamed reply, then the connection closes."""
+        return cls(kind="cut_stream", text=text, keep=keep)
+
+    @classmethod
+    def endless_stream(cls, chunk_delay: float = 0.01) -> Step:
+        """A streamed reply that never ends (non-streamed: a response that never comes)."""
+        return cls(kind="endless_stream", chunk_delay=chunk_delay)
+
 
 class BatchBehaviour(BaseModel):
     polls_before_done: int = 1
@@ -210,12 +243,20 @@ class BatchBehaviour(BaseModel):
 
 
 class Scenario(BaseModel):
-    """A whole script, loadable from JSON for the standalone server."""
+    """A whole script, loadable from JSON for the standalone server.
+
+    ``streaming``: ``honour`` (a request with ``"stream": true`` gets SSE), ``refuse`` (such a
+    request gets a 400 naming streaming) or ``ignore`` (it gets the plain JSON reply).
+    ``no_tools``: a request that offers tools gets a 400 "does not support tools", as Ollama
+    answers for a model without a tool template.
+    """
 
     steps: list[Step] = Field(default_factory=list)
     default: Step | None = None
     slow: float = 0.0
     batch: BatchBehaviour = Field(default_factory=BatchBehaviour)
+    streaming: StreamMode = "honour"
+    no_tools: bool = False
 
 
 @dataclass(frozen=True)
@@ -655,8 +696,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(parsed, dict):
             self._send(400, _error_body(provider, 400, "request body must be a JSON object"))
             return
+        scenario = self.state.scenario
+        wants_stream = parsed.get("stream") is True
+        if wants_stream and scenario.streaming == "refuse":
+            self._send(400, _error_body(provider, 400, "streaming is not supported"))
+            return
+        if scenario.no_tools and parsed.get("tools"):
+            model = parsed.get("model") or "fake-model"
+            self._send(400, _error_body(provider, 400, f"{model} does not support tools"))
+            return
+        streams = wants_stream and scenario.streaming == "honour"
         step = self._next_step(FakeRequest(provider=provider, path=route, body=parsed))
-        delay = self.state.scenario.slow + (step.delay if step else 0.0)
+        delay = scenario.slow + (step.delay if step else 0.0)
         if not self._wait(delay):
             return
         if step is None:
@@ -665,8 +716,71 @@ class _Handler(BaseHTTPRequestHandler):
         if step.kind == "hang":
             if not self._wait(step.seconds):
                 return
+        if step.kind in ("garbage_stream", "cut_stream", "endless_stream"):
+            self._misbehave(step, provider, parsed, streams)
+            return
         status, payload, headers = render_step(step, provider, parsed, self.state.next_id)
+        if streams and status == 200 and isinstance(payload, dict):
+            self._send_stream(fake_stream.sse_events(provider, payload, parsed), step.chunk_delay)
+            return
         self._send(status, payload, headers)
+
+    def _misbehave(self, step: Step, provider: Literal["openai", "anthropic"],
+                   parsed: dict[str, Any], streams: bool) -> None:
+        if step.kind == "garbage_stream":
+            if streams:
+                self._send_stream(fake_stream.garbage_events(), step.chunk_delay)
+            else:
+                self._send(200, b'{"id": "broken", "choices": [ {"message": ')
+        elif step.kind == "cut_stream":
+            text_step = step.model_copy(update={"kind": "text"})
+            _status, payload, _headers = render_step(text_step, provider, parsed,
+                                                     self.state.next_id)
+            assert isinstance(payload, dict)
+            if streams:
+                events = fake_stream.sse_events(provider, payload, parsed)
+                self._send_stream(fake_stream.cut_off(events, step.keep), step.chunk_delay)
+            else:
+                body = json.dumps(payload).encode("utf-8")
+                self._send_truncated(body[: max(1, int(len(body) * step.keep))], len(body))
+        elif streams:
+            model = str(parsed.get("model") or "fake-model")
+            self._send_stream(fake_stream.endless_events(provider, model),
+                              step.chunk_delay or 0.01)
+        else:
+            self._wait(86_400.0)
+
+    def _send_stream(self, events: Iterable[bytes], delay: float) -> None:
+        """An SSE response, one flushed write per event, ended by closing the connection."""
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for event in events:
+                if self.state.stopping.is_set():
+                    return
+                self.wfile.write(event)
+                self.wfile.flush()
+                if delay and not self._wait(delay):
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            logger.debug("fake-llm client went away mid-stream")
+
+    def _send_truncated(self, body: bytes, announced: int) -> None:
+        """A JSON response that announces ``announced`` bytes and sends fewer, then closes."""
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(announced))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            logger.debug("fake-llm client went away")
 
     # ---- batches ------------------------------------------------------------------------------
     def _batch_route(self, route: str, method: str, raw: bytes, parsed: Any) -> None:
