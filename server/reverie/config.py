@@ -18,7 +18,12 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Provider = Literal["offline", "openai", "anthropic"]
+Provider = Literal[
+    "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
+]
+#: the providers that run an installed coding-agent CLI (``reverie.llm.cli_agent``)
+CLI_PROVIDERS = ("claude-code-cli", "codex-cli", "gemini-cli")
+ToolCalling = Literal["auto", "on", "off"]
 MemoryDirPreset = Literal["reverie", "claude-code", "custom"]
 NotificationLevel = Literal["off", "onError", "onWarning", "always"]
 
@@ -49,6 +54,21 @@ class Settings(BaseSettings):
     request_timeout_seconds: float = 120.0
     max_retries: int = 4
     max_output_tokens: int = 4096
+    #: stream replies (SSE); a server that refuses is detected once and asked plainly after
+    stream: bool = True
+    #: ``auto``: use tools, switch a job to the structured no-tools form when the model cannot
+    #: call them (remembered); ``off``: always the no-tools form; ``on``: never switch
+    tool_calling: ToolCalling = "auto"
+    #: output budgets per call, sized to what each job writes
+    session_memory_max_output_tokens: int = 2048
+    dream_max_output_tokens: int = 4096
+    sleep_max_output_tokens: int = 2048
+    #: wall-time budgets per job run (every model call, retry and tool of one run)
+    session_memory_budget_seconds: float = 300.0
+    dream_budget_seconds: float = 900.0
+    sleep_budget_seconds: float = 1800.0
+    #: the coding-agent CLI binary for the ``*-cli`` providers (default: found on PATH)
+    cli_path: str | None = None
     session_memory_model: str | None = None
     dream_model: str | None = None
     sleep_model: str | None = None

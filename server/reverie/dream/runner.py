@@ -31,8 +31,8 @@ from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
 from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
 from reverie.events import EventSink, EventType, JobEvent, discard_events
-from reverie.llm.errors import LLMConfigError, LLMError
-from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ToolSpec
+from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToolsUnsupportedError
+from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ProgressCallback, ToolSpec
 from reverie.memory.dates import normalise_dates
 from reverie.memory.lock import ConsolidationLock, LockBusy
 from reverie.memory.session import (
@@ -45,6 +45,7 @@ from reverie.memory.store import visible_files
 from reverie.memory.transaction import TransactionError, check_memory_dir
 from reverie.redact import redact
 from reverie.transcripts.discovery import SessionRef, current_session, sessions_touched_since
+from reverie.transcripts.model import Usage
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,11 @@ class _RedactingClient:
     def is_offline(self) -> bool:
         return self.inner.is_offline
 
+    @property
+    def supports_tools(self) -> bool | None:
+        value = getattr(self.inner, "supports_tools", None)
+        return value if isinstance(value, bool) else None
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],
@@ -137,6 +143,7 @@ class _RedactingClient:
         tools: Sequence[ToolSpec] = (),
         output_schema: type[BaseModel] | None = None,
         max_tokens: int | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ModelReply:
         # each text is redacted once per dream: a turn usually adds a short tool result, done at
         # once; the brief and large tool results (transcripts, notes) go off the event loop
@@ -146,7 +153,8 @@ class _RedactingClient:
         else:
             clean = await run_in_background(self._clean, list(messages))
         return await self.inner.complete(clean, system=system, tools=tools,
-                                         output_schema=output_schema, max_tokens=max_tokens)
+                                         output_schema=output_schema, max_tokens=max_tokens,
+                                         on_progress=on_progress)
 
     def _clean(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         clean: list[ChatMessage] = []
@@ -447,7 +455,6 @@ class DreamRunner:
                           refs: list[SessionRef], scan: LogScan | None, staged: StagedMemory,
                           client: ModelClient, job_id: str) -> _Outcome:
         from reverie.tools.gate import PathGate
-        from reverie.tools.loop import run_tool_loop
 
         memory_dir = staged.live_dir
         notes = [paths.notes_path(r.session_id) for r in refs
@@ -463,21 +470,98 @@ class DreamRunner:
             read_roots.append(paths.logs_dir)
         gate = PathGate(read_roots, write_dir=memory_dir, base_dir=memory_dir)
         extra, _ = redact(request.extra)
-        brief = build_brief(memory_dir=memory_dir,
-                            transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
-                            manual=request.manual, extra=extra, daily_log=scan)
-        loop = await run_tool_loop(
-            _RedactingClient(client), system=SYSTEM,
-            messages=[ChatMessage(role="user", content=brief)],
-            gate=gate, tools=DREAM_TOOLS, max_turns=self.settings.dream_max_turns,
-            events=self.events, job="dream", path_map={memory_dir: staged.path},
-            job_id=job_id,
-        )
-        self._emit("progress", loop.text[:500], job_id=job_id, phase="updating",
-                   turn={"text": loop.text[:2000], "tool_use_count": loop.tool_calls},
-                   files_touched=loop.files_written)
-        return _Outcome(turns=loop.turns, tokens_in=loop.usage.input_tokens,
-                        tokens_out=loop.usage.output_tokens, summary=loop.text.strip()[:500])
+        budget = self.settings.dream_budget_seconds
+        try:
+            async with asyncio.timeout(budget):
+                return await self._model_pass(request, paths, refs, scan, staged, client,
+                                              job_id, gate, read_roots, notes, extra)
+        except TimeoutError:
+            raise LLMTimeoutError(
+                f"the dream did not finish within its {budget:.0f} s budget "
+                "(REVERIE_DREAM_BUDGET_SECONDS); memory unchanged",
+                provider=client.provider) from None
+
+    async def _model_pass(self, request: DreamRequest, paths: ProjectPaths,
+                          refs: list[SessionRef], scan: LogScan | None, staged: StagedMemory,
+                          client: ModelClient, job_id: str, gate: Any, read_roots: list[Path],
+                          notes: list[Path], extra: str) -> _Outcome:
+        """The tool loop, or the structured no-tools form when the model cannot call tools."""
+        from reverie.tools.loop import run_tool_loop
+        from reverie.tools.no_tools import choose_mode, remember_no_tools
+
+        memory_dir = staged.live_dir
+        redacting = _RedactingClient(client)
+        prior = Usage()
+        prior_turns = 0
+        if choose_mode(redacting, self.settings) == "tools":
+            brief = build_brief(memory_dir=memory_dir,
+                                transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
+                                manual=request.manual, extra=extra, daily_log=scan)
+            try:
+                loop = await run_tool_loop(
+                    redacting, system=SYSTEM,
+                    messages=[ChatMessage(role="user", content=brief)],
+                    gate=gate, tools=DREAM_TOOLS, max_turns=self.settings.dream_max_turns,
+                    events=self.events, job="dream", path_map={memory_dir: staged.path},
+                    job_id=job_id, max_tokens=self.settings.dream_max_output_tokens,
+                )
+            except LLMToolsUnsupportedError as exc:
+                self._emit("progress", f"{exc.message}", job_id=job_id, phase="no_tools",
+                           files_touched=[])
+            else:
+                if loop.stop_reason != "text_tool_call" or loop.files_written:
+                    self._emit("progress", loop.text[:500], job_id=job_id, phase="updating",
+                               turn={"text": loop.text[:2000],
+                                     "tool_use_count": loop.tool_calls},
+                               files_touched=loop.files_written, stop_reason=loop.stop_reason)
+                    return _Outcome(turns=loop.turns, tokens_in=loop.usage.input_tokens,
+                                    tokens_out=loop.usage.output_tokens,
+                                    summary=loop.text.strip()[:500])
+                if self.settings.tool_calling == "auto":
+                    await remember_no_tools(client)
+                self._emit("progress", "the model wrote a tool call as text; asking for the "
+                           "memory changes as JSON instead", job_id=job_id, phase="no_tools",
+                           files_touched=[])
+                prior, prior_turns = loop.usage, loop.turns
+        return await self._without_tools(request, paths, refs, scan, staged, redacting, job_id,
+                                         read_roots, extra, prior, prior_turns)
+
+    async def _without_tools(self, request: DreamRequest, paths: ProjectPaths,
+                             refs: list[SessionRef], scan: LogScan | None, staged: StagedMemory,
+                             client: ModelClient, job_id: str, read_roots: list[Path],
+                             extra: str, prior: Usage, prior_turns: int) -> _Outcome:
+        from reverie.dream.no_tools import build_brief as build_no_tools_brief
+        from reverie.dream.no_tools import consolidate_without_tools
+        from reverie.tools.gate import PathGate
+
+        memory_dir = staged.live_dir
+        inputs = await asyncio.to_thread(_sources, paths, refs)
+        log_lines = [f"- [{e.entry_id}] {e.text}" for e in scan.entries] if scan else []
+        brief = await asyncio.to_thread(
+            lambda: build_no_tools_brief(memory_dir=memory_dir, staged_dir=staged.path,
+                                         sessions=inputs, manual=request.manual, extra=extra,
+                                         log_lines=log_lines))
+        gate = PathGate(read_roots, write_dir=memory_dir, base_dir=memory_dir).with_path_map(
+            {memory_dir: staged.path})
+        last = time.monotonic()
+
+        def progress(tokens: int) -> None:
+            nonlocal last
+            if time.monotonic() - last >= 1.0:
+                last = time.monotonic()
+                self._emit("progress", f"generating the memory changes, {tokens} tokens so far",
+                           job_id=job_id, phase="generating", tokens_generated=tokens,
+                           files_touched=[])
+
+        done = await consolidate_without_tools(
+            client, gate=gate, brief=brief,
+            max_tokens=max(self.settings.dream_max_output_tokens, 4096), events=self.events,
+            job_id=job_id, progress=progress)
+        usage = prior + done.usage
+        self._emit("progress", done.summary, job_id=job_id, phase="updating",
+                   files_touched=done.written)
+        return _Outcome(turns=prior_turns + done.turns, tokens_in=usage.input_tokens,
+                        tokens_out=usage.output_tokens, summary=done.summary)
 
 
 async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:

@@ -8,6 +8,7 @@ from typing import Literal
 from reverie.config import Settings
 from reverie.llm import anthropic, openai
 from reverie.llm.anthropic import AnthropicClient
+from reverie.llm.capabilities import store_for
 from reverie.llm.errors import LLMConfigError
 from reverie.llm.offline import OfflineClient
 from reverie.llm.openai import OpenAIClient
@@ -31,6 +32,8 @@ def make_client(settings: Settings, job: Job) -> ModelClient:
         "request_timeout": settings.request_timeout_seconds,
         "max_retries": settings.max_retries,
         "max_output_tokens": settings.max_output_tokens,
+        "stream": settings.stream,
+        "capabilities": store_for(settings.data_dir),
     }
     if settings.provider == "openai":
         if key is None and settings.base_url is None:

@@ -203,6 +203,7 @@ class SleepCycle:
                 deep = await deep_sleep_with_model(
                     client, inputs, memory_before, poll_initial=initial, poll_max=maximum,
                     timeout=timeout, sleep=self._sleep, clock=self._monotonic,
+                    max_tokens=self.settings.sleep_max_output_tokens,
                 )
             report.summaries_ok = deep.ok
             report.summaries_failed = deep.failed
@@ -272,11 +273,18 @@ class SleepCycle:
         cap = self.settings.sleep_max_entries
         if client.is_offline:
             return consolidate_offline(before, deep.candidates, review_date, cap)
-        return await consolidate_with_model(
-            client, review_date=review_date, max_entries=cap, memory=before,
-            journal=journal_text, candidates=deep.candidates,
-            max_tokens=self.settings.max_output_tokens,
-        )
+        budget = self.settings.sleep_budget_seconds
+        try:
+            async with asyncio.timeout(budget):
+                return await consolidate_with_model(
+                    client, review_date=review_date, max_entries=cap, memory=before,
+                    journal=journal_text, candidates=deep.candidates,
+                    max_tokens=self.settings.max_output_tokens,
+                )
+        except TimeoutError:
+            raise RemError(f"the consolidation did not finish within the {budget:.0f} s budget "
+                           "(REVERIE_SLEEP_BUDGET_SECONDS); memory unchanged") from None
+
 
     async def _housekeeping(
         self, paths: ProjectPaths, now: datetime, refs: Sequence[SessionRef],

@@ -115,6 +115,7 @@ async def deep_sleep_with_model(
     timeout: float,
     sleep: Callable[[float], Awaitable[None]],
     clock: Callable[[], float],
+    max_tokens: int = SUMMARY_MAX_TOKENS,
 ) -> DeepResult:
     """One batch of structured summary requests; partial results kept, failures counted."""
     import asyncio
@@ -135,7 +136,7 @@ async def deep_sleep_with_model(
             messages=[ChatMessage(role="user", content=redact_text(text))],
             system=SUMMARY_SYSTEM,
             output_schema=ConversationSummary,
-            max_tokens=SUMMARY_MAX_TOKENS,
+            max_tokens=max_tokens,
         ))
     results = {}
     if requests:

@@ -4,14 +4,23 @@ Every tool call passes the job's ``PathGate``. Anything the model gets wrong (un
 not-offered tool, arguments that are not a JSON object, a denied path, an edit that does not
 match) goes back to it as an error tool result; denials also become ``denied`` events. Only
 cancellation and ``LLMError`` leave the loop. After each turn a ``progress`` event carries the
-turn number, the model's text, the tool uses and the files touched (the dream job forwards them).
+turn number, the model's text, the tool uses and the files touched (the dream job forwards them);
+while a reply streams in, ``progress`` events (``phase: generating``) carry the tokens generated
+so far, at most one every ``STREAM_EVENT_SECONDS``.
+
+The loop also stops early, with its own ``stop_reason``, when the model asks for exactly the same
+tool calls ``MAX_REPEATS`` turns in a row (``repeated_call``: a model stuck in a loop) or writes
+a tool call out as text instead of calling it (``text_tool_call``: a model without tool calling;
+the job then switches to the structured no-tools form).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,12 +29,17 @@ from reverie.events import EventSink, JobEvent, JobKind
 from reverie.llm.types import ChatMessage, ModelClient, ToolCallRequest
 from reverie.tools.fs import TOOLS, ToolOutcome, execute_tool, tool_specs
 from reverie.tools.gate import Denial, PathGate
+from reverie.tools.no_tools import looks_like_text_tool_call
 from reverie.transcripts.model import Usage
 
 logger = logging.getLogger(__name__)
 
-LoopStopReason = Literal["end_turn", "max_turns", "max_tokens"]
+LoopStopReason = Literal["end_turn", "max_turns", "max_tokens", "repeated_call",
+                         "text_tool_call"]
 MAX_EVENT_TEXT = 2000
+#: identical tool-call turns in a row that end the loop
+MAX_REPEATS = 3
+STREAM_EVENT_SECONDS = 1.0
 
 
 @dataclass
@@ -79,9 +93,12 @@ async def run_tool_loop(
         events(JobEvent(job=job, type=type_, job_id=job_id, session_id=session_id,
                         message=message, payload=dict(payload)))
 
+    repeats = 0
+    previous: str | None = None
     for turn in range(1, max_turns + 1):
         reply = await client.complete(conversation, system=system, tools=specs,
-                                      max_tokens=max_tokens)
+                                      max_tokens=max_tokens,
+                                      on_progress=_streaming_reporter(emit, turn))
         result.turns = turn
         result.usage = result.usage + reply.usage
         if reply.text:
@@ -109,11 +126,47 @@ async def run_tool_loop(
              text=reply.text[:MAX_EVENT_TEXT], tool_uses=uses, files_touched=touched,
              tokens_in=reply.usage.input_tokens, tokens_out=reply.usage.output_tokens)
         if not reply.tool_calls:
-            result.stop_reason = "max_tokens" if reply.stop_reason == "max_tokens" else "end_turn"
+            if reply.stop_reason == "max_tokens":
+                result.stop_reason = "max_tokens"
+            elif looks_like_text_tool_call(reply.text, list(tools)):
+                result.stop_reason = "text_tool_call"
+            else:
+                result.stop_reason = "end_turn"
+            return result
+        if reply.stop_reason == "max_tokens":
+            result.stop_reason = "max_tokens"  # a call cut off by the budget was refused above
+            return result
+        signature = json.dumps([[c.name, c.arguments, c.raw_arguments] for c in reply.tool_calls],
+                               sort_keys=True, default=str)
+        repeats = repeats + 1 if signature == previous else 1
+        previous = signature
+        if repeats >= MAX_REPEATS and turn < max_turns:
+            result.stop_reason = "repeated_call"
+            logger.info("%s tool loop stopped: the same tool calls %d turns in a row", job,
+                        repeats)
             return result
     result.stop_reason = "max_turns"
     logger.info("%s tool loop stopped after %d turns", job, max_turns)
     return result
+
+
+def _streaming_reporter(
+    emit: Callable[..., None], turn: int
+) -> Callable[[int], None]:
+    """An ``on_progress`` callback that turns token counts into throttled progress events
+    (the first after ``STREAM_EVENT_SECONDS``: a quick reply reports only its turn)."""
+    last = time.monotonic()
+
+    def report(tokens: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < STREAM_EVENT_SECONDS:
+            return
+        last = now
+        emit("progress", f"turn {turn}: generating, {tokens} tokens so far", turn=turn,
+             phase="generating", tokens_generated=tokens, tool_uses=[], files_touched=[])
+
+    return report
 
 
 def _path_arg(call: ToolCallRequest) -> str | None:
