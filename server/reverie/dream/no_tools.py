@@ -46,6 +46,7 @@ class NoToolsOutcome:
     usage: Usage
     summary: str
     written: list[str] = field(default_factory=list)
+    cost_usd: float | None = None
 
 
 def _memory_text(staged_dir: Path) -> str:
@@ -141,4 +142,4 @@ async def consolidate_without_tools(
                               + "; ".join(problems))
     return NoToolsOutcome(turns=got.calls, usage=got.usage,
                           summary=got.value.summary.strip()[:500],
-                          written=applied.written + applied.deleted)
+                          written=applied.written + applied.deleted, cost_usd=got.cost_usd)

@@ -109,6 +109,7 @@ class _Outcome(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     summary: str = ""
+    cost_usd: float | None = None
 
 
 #: new text a dream turn redacts on the event loop (about 0.1 ms); more goes to a thread
@@ -389,6 +390,7 @@ class DreamRunner:
                    sessions_reviewed=len(refs), files_touched=touched, turns=outcome.turns,
                    tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
                    manual=manual, source="daily_log" if scan else "sessions",
+                   **({"cost_usd": outcome.cost_usd} if outcome.cost_usd is not None else {}),
                    repairs=written.repair.actions,
                    log_entry_ids=scan.entry_ids if scan else [],
                    duration_ms=result.elapsed_ms())
@@ -561,7 +563,8 @@ class DreamRunner:
         self._emit("progress", done.summary, job_id=job_id, phase="updating",
                    files_touched=done.written)
         return _Outcome(turns=prior_turns + done.turns, tokens_in=usage.input_tokens,
-                        tokens_out=usage.output_tokens, summary=done.summary)
+                        tokens_out=usage.output_tokens, summary=done.summary,
+                        cost_usd=done.cost_usd)
 
 
 async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:

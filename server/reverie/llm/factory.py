@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from reverie.config import Settings
+from reverie.config import CLI_PROVIDERS, Settings
 from reverie.llm import anthropic, openai
 from reverie.llm.anthropic import AnthropicClient
 from reverie.llm.capabilities import store_for
+from reverie.llm.cli_agent import SPECS, CliAgentClient, find_binary, workdir_for
 from reverie.llm.errors import LLMConfigError
 from reverie.llm.offline import OfflineClient
 from reverie.llm.openai import OpenAIClient
@@ -24,6 +25,15 @@ def make_client(settings: Settings, job: Job) -> ModelClient:
     provider has no key (an OpenAI-compatible ``REVERIE_BASE_URL``, e.g. Ollama, needs none)."""
     if settings.provider == "offline":
         return OfflineClient()
+    if settings.provider in CLI_PROVIDERS:
+        spec = SPECS[settings.provider]
+        binary = find_binary(spec, settings.cli_path)
+        budget = {"session_memory": settings.session_memory_budget_seconds,
+                  "dream": settings.dream_budget_seconds,
+                  "sleep": settings.sleep_budget_seconds}[job]
+        logger.debug("model client for %s: %s at %s", job, settings.provider, binary)
+        return CliAgentClient(spec, binary=binary, workdir=workdir_for(settings.data_dir),
+                              model=settings.model_for(job), timeout=budget)
     key = settings.resolved_api_key()
     common = {
         "api_key": key,
@@ -55,6 +65,6 @@ def make_client(settings: Settings, job: Job) -> ModelClient:
         logger.debug("model client for %s: anthropic %s", job, model)
         return AnthropicClient(model=model, **common)  # type: ignore[arg-type]
     raise LLMConfigError(
-        f"Unknown provider {settings.provider!r}: set REVERIE_PROVIDER to offline, openai or "
-        "anthropic."
+        f"Unknown provider {settings.provider!r}: set REVERIE_PROVIDER to offline, openai, "
+        "anthropic, claude-code-cli, codex-cli or gemini-cli."
     )

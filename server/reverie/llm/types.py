@@ -53,6 +53,8 @@ class ModelReply(BaseModel):
     stop_reason: StopReason = "end_turn"
     model: str = ""
     parsed: Any = None  # the validated output model when an output schema was requested
+    #: dollars, when the provider reports what the call cost (the coding-agent CLIs do)
+    cost_usd: float | None = None
 
 
 @runtime_checkable

@@ -161,6 +161,7 @@ class LLMWriter:
             tokens_in=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
             tokens_out=usage.output_tokens,
             denials=run.denials,
+            cost_usd=run.cost_usd,
         )
         if run.error is not None:
             outcome.redactions = redactions
@@ -239,6 +240,7 @@ class LLMWriter:
             apply_changes, gate, [FileChange(path=str(request.notes_path), content=text)])
         run = _Run(turns=got.calls, usage=got.usage,
                    denials=[f"{d.tool} {d.path}: {d.reason}" for d in applied.denials])
+        run.cost_usd = got.cost_usd
         if not applied.ok:
             run.error = "the no-tools notes could not be applied: " + "; ".join(
                 run.denials + applied.errors)
@@ -254,6 +256,7 @@ class _Run:
         self.usage = usage or Usage()
         self.denials = denials or []
         self.error = error
+        self.cost_usd: float | None = None
 
     @classmethod
     def of_loop(cls, loop: LoopResult) -> _Run:

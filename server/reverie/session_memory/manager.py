@@ -440,6 +440,7 @@ class SessionMemoryManager:
             turns=result.turns, edited=edited, tokens_in=result.tokens_in,
             tokens_out=result.tokens_out, duration_ms=result.duration_ms,
             redactions=result.redactions, notes_path=str(notes_path), writer=result.writer,
+            **({"cost_usd": outcome.cost_usd} if outcome.cost_usd is not None else {}),
         )
         self._emit(
             "notes_updated", session.id,

@@ -54,6 +54,8 @@ class WriteOutcome:
     #: offline writer only: its own lines per section (saved to tell them from hand edits).
     generated: dict[str, list[str]] | None = None
     denials: list[str] = field(default_factory=list)
+    #: dollars, when the provider reported the cost (the coding-agent CLIs)
+    cost_usd: float | None = None
 
 
 class NotesWriter(Protocol):

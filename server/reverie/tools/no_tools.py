@@ -167,6 +167,7 @@ class JsonReply:
     usage: Usage
     calls: int
     reply: ModelReply
+    cost_usd: float | None = None
 
 
 async def complete_json(
@@ -183,13 +184,17 @@ async def complete_json(
     not repaired: ``BudgetCutOff``. A second invalid reply: ``StructuredOutputError``."""
     conversation = list(messages)
     usage = Usage()
+    cost: float | None = None
     for attempt in (1, 2):
         reply = await client.complete(conversation, system=system, max_tokens=max_tokens,
                                       on_progress=on_progress)
         usage = usage + reply.usage
+        if reply.cost_usd is not None:
+            cost = (cost or 0.0) + reply.cost_usd
         try:
             value = model.model_validate(extract_json_object(reply.text))
-            return JsonReply(value=value, usage=usage, calls=attempt, reply=reply)
+            return JsonReply(value=value, usage=usage, calls=attempt, reply=reply,
+                             cost_usd=cost)
         except ValueError as error:
             problem = _problem(error)
         if reply.stop_reason == "max_tokens":

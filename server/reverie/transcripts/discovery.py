@@ -85,7 +85,18 @@ def _workspace_variants(workspace: Path) -> list[Path]:
     return out
 
 
+#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
+#: own sessions are Reverie's model calls, never sessions to track or consolidate
+REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
+
+
+def is_reverie_cli_session(cwd: str | None) -> bool:
+    return bool(cwd) and REVERIE_CLI_WORKDIR in Path(str(cwd)).parts
+
+
 def _belongs(cwd: str | None, workspace: Path) -> bool:
+    if is_reverie_cli_session(cwd):
+        return False
     style = PathStyle.host()
     return any(style.is_inside(cwd, w) for w in _workspace_variants(workspace))
 
@@ -474,7 +485,7 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[S
                 continue
             for path in _gemini_files(project_dir / "chats"):
                 ref = gemini_ref(path, workspace)
-                if ref is not None:
+                if ref is not None and not is_reverie_cli_session(ref.cwd):
                     refs.append(ref)
     for history in aider_history_files(workspace):
         refs.extend(aider_refs(history))

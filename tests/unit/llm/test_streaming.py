@@ -151,7 +151,7 @@ async def test_inactivity_timeout_not_whole_reply_timeout(
     assert reply.text == "z" * 480
     # a server that goes quiet mid-stream trips the inactivity timeout
     server.enqueue(Step.reply("slow", chunk_delay=2.0))
-    with pytest.raises(LLMTimeoutError, match="waiting 0.5 s for data"):
+    with pytest.raises(LLMTimeoutError, match=r"waiting 0\.5 s for data"):
         await make_client(request_timeout=0.5, max_retries=0).complete(_user())
 
 

@@ -16,7 +16,6 @@ from reverie.session_memory.template import check_notes
 from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 
 from .conftest import Conversation
-
 from .test_llm_writer import (
     WORKLOG_DESC,
     WORKSPACE,
@@ -74,7 +73,7 @@ async def test_refused_tools_switch_to_whole_notes_json_and_are_remembered(
     server.scenario.no_tools = True
     server.set_fallback(no_tools_responder)
     settings = {"provider": provider}
-    _m, events, path, text, result = await _run(server, **settings)
+    _m, events, _path, text, result = await _run(server, **settings)
     assert result.error is None and result.edited  # type: ignore[attr-defined]
     assert "- written without tools" in text and check_notes(text) == []
     bodies = [r.json for r in server.model_requests()]
@@ -158,7 +157,7 @@ async def test_tool_edits_made_before_a_cut_off_stand(server: FakeLLMServer) -> 
 
 async def test_never_ending_reply_ends_within_the_job_budget(server: FakeLLMServer) -> None:
     server.set_default(Step.endless_stream(chunk_delay=0.02))
-    _m, events, path, _t, result = await _run(
+    _m, events, _path, _t, result = await _run(
         server, session_memory_budget_seconds=1.5, session_memory_max_output_tokens=100_000)
     assert "1.5" in (result.error or "") or "2 s job budget" in (result.error or "")  # type: ignore[attr-defined]
     assert "REVERIE_SESSION_MEMORY_BUDGET_SECONDS" in events.of_type("error")[-1].message
