@@ -86,13 +86,13 @@ def render(cli: str, text: str, mode: str) -> str:
         if mode == "quota":
             result["is_error"] = True
         if mode == "stream":
-            events = [
+            stream = [
                 {"type": "system", "subtype": "init", "session_id": "0d2c9a1e-fake",
                  "model": "claude-sonnet-fake", "tools": []},
                 {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}},
                 result,
             ]
-            return "\n".join(json.dumps(e) for e in events) + "\n"
+            return "\n".join(json.dumps(e) for e in stream) + "\n"
         return json.dumps(result) + "\n"
     if cli == "codex":
         events: list[dict[str, Any]] = [
