@@ -15,6 +15,7 @@ import {
   type HistoryRun,
   type JobStarted,
   type LockStatus,
+  type ModelTestResult,
   type SessionNotesResult,
 } from './protocol';
 import { formatWhen } from './statusBar';
@@ -144,6 +145,22 @@ async function memoryDir(ctx: CommandContext): Promise<string | undefined> {
   return field<string>(lock, 'memoryDir');
 }
 
+/** The lines under a model test's headline: what was asked, what answered, what works. */
+export function modelTestDetail(result: ModelTestResult): string {
+  const word = (value: boolean | null): string => (value === null ? 'unknown' : value ? 'yes' : 'no');
+  const lines = [
+    `Provider: ${result.provider}${result.baseUrl ? ` at ${result.baseUrl}` : ''}`,
+    `Model: ${result.model || '(default)'}${result.modelReported && result.modelReported !== result.model ? ` (server reports ${result.modelReported})` : ''}`,
+  ];
+  if (result.ok) {
+    lines.push(`Latency: ${result.latencyMs} ms`, `Streaming: ${word(result.streaming)}`, `Tool calls: ${word(result.tools)}`);
+    if (result.tools === false) {
+      lines.push('Jobs use the structured no-tools form with this model.');
+    }
+  }
+  return lines.join('\n');
+}
+
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const { server } = ctx;
   const register = (id: string, what: string, body: () => Promise<unknown>): vscode.Disposable =>
@@ -262,5 +279,17 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     }),
     register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
     register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
+    register(Commands.testModelConnection, 'Test Model Connection', async () => {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Reverie: testing the model connection…' },
+        () => server.execute<ModelTestResult>(ServerCommands.testModel, workspaceArg()));
+      const detail = modelTestDetail(result);
+      ctx.log.info(`Test model connection: ${result.message}`);
+      if (result.ok) {
+        void vscode.window.showInformationMessage(`Reverie: ${result.message}`, { modal: true, detail });
+      } else {
+        void vscode.window.showErrorMessage(`Reverie: the model connection failed. ${result.error ?? result.message}`, { modal: true, detail });
+      }
+    }),
   ];
 }

@@ -26,6 +26,7 @@ export const Commands = {
   restartServer: 'reverie.restartServer',
   connectAgent: 'reverie.connectAgent',
   disconnectAgent: 'reverie.disconnectAgent',
+  testModelConnection: 'reverie.testModelConnection',
 } as const;
 
 /** `workspace/executeCommand` ids the server registers (server/reverie/lsp/protocol.py). */
@@ -43,6 +44,7 @@ export const ServerCommands = {
   connectAgent: 'reverie.server.connectAgent',
   disconnectAgent: 'reverie.server.disconnectAgent',
   connections: 'reverie.server.connections',
+  testModel: 'reverie.server.testModel',
 } as const;
 
 /** Custom notifications from the server. */
@@ -75,7 +77,9 @@ export const SERVER_SETTING_KEYS = [
   'dreamScanIntervalSeconds', 'dreamMaxTurns', 'autoMemoryEnabled', 'remoteMode',
   'memoryDirPreset', 'memoryDir', 'sleepEnabled', 'sleepTime', 'sleepMaxEntries',
   'journalRetentionDays', 'notesRetentionDays', 'historyRetentionDays', 'deleteAgentTranscripts',
-  'transcriptRetentionDays', 'showNotifications', 'logLevel',
+  'transcriptRetentionDays', 'showNotifications', 'logLevel', 'stream', 'toolCalling',
+  'sessionMemoryMaxOutputTokens', 'dreamMaxOutputTokens', 'sleepMaxOutputTokens',
+  'sessionMemoryBudgetSeconds', 'dreamBudgetSeconds', 'sleepBudgetSeconds', 'cliPath',
 ] as const;
 
 /** Settings a running server cannot take over: changing one restarts it. */

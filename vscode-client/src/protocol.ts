@@ -94,6 +94,22 @@ export type HistoryRun = Record<string, unknown>;
 /** `reverie lock --json` / `reverie/lockChanged` (snake or camel case). */
 export type LockStatus = Record<string, unknown>;
 
+/** `reverie.server.testModel`: one small request to the configured model. */
+export interface ModelTestResult {
+  ok: boolean;
+  provider: string;
+  model: string;
+  baseUrl: string | null;
+  modelReported: string;
+  latencyMs: number;
+  streaming: boolean | null;
+  tools: boolean | null;
+  tokensIn: number;
+  tokensOut: number;
+  message: string;
+  error: string | null;
+}
+
 export interface MemorySaved {
   memoryPaths: string[];
   verb: string;

@@ -31,6 +31,8 @@ from reverie.lsp.protocol import (
     HistoryArgs,
     ListSessionsArgs,
     LockStatusArgs,
+    ModelTestArgs,
+    ModelTestResult,
     Notifications,
     SessionArgs,
     SleepArgs,
@@ -274,6 +276,15 @@ async def cancel_job(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     return CancelJobResult(job_id=a.job_id, cancelled=cancelled, message=message).wire()
 
 
+async def test_model(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """One small request to the configured model (latency, streaming, tools, model name)."""
+    from reverie.llm.probe import probe_model
+
+    parse_args(ModelTestArgs, args)
+    found = await probe_model(ls.settings)
+    return ModelTestResult.model_validate(found.model_dump()).wire()
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -288,6 +299,7 @@ COMMANDS = {
     Commands.CONNECT_AGENT: connect_agent,
     Commands.DISCONNECT_AGENT: disconnect_agent,
     Commands.CONNECTIONS: connections,
+    Commands.TEST_MODEL: test_model,
 }
 
 FEATURES: dict[str, Any] = {

@@ -35,6 +35,7 @@ class Commands:
     CONNECT_AGENT = "reverie.server.connectAgent"
     DISCONNECT_AGENT = "reverie.server.disconnectAgent"
     CONNECTIONS = "reverie.server.connections"
+    TEST_MODEL = "reverie.server.testModel"
 
     ALL = (
         STATUS,
@@ -50,6 +51,7 @@ class Commands:
         CONNECT_AGENT,
         DISCONNECT_AGENT,
         CONNECTIONS,
+        TEST_MODEL,
     )
 
 
@@ -163,6 +165,10 @@ class CancelJobArgs(Wire):
     job_id: str
 
 
+class ModelTestArgs(Args):
+    pass
+
+
 # --- command results ---------------------------------------------------------------------------
 
 
@@ -270,6 +276,23 @@ class CancelJobResult(Wire):
     job_id: str
     cancelled: bool
     message: str
+
+
+class ModelTestResult(Wire):
+    """``reverie.server.testModel``: one small request to the configured model."""
+
+    ok: bool
+    provider: str
+    model: str
+    base_url: str | None = None
+    model_reported: str = ""
+    latency_ms: int = 0
+    streaming: bool | None = None
+    tools: bool | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    message: str = ""
+    error: str | None = None
 
 
 # --- notifications -----------------------------------------------------------------------------
