@@ -77,8 +77,10 @@ def build_server(cache: Path = CACHE) -> tuple[Path, float]:
          cwd=source)
     _run(["nice", "-n", "10", "cmake", "--build", str(build), "--target", "llama-server",
           "-j2"], cwd=source)
+    # the binary finds its shared libraries in the build tree (absolute RPATH): link, not copy
     binary = cache / "llama-server"
-    shutil.copy2(build / "bin" / "llama-server", binary)
+    binary.unlink(missing_ok=True)
+    binary.symlink_to(build / "bin" / "llama-server")
     return binary, time.monotonic() - started
 
 
@@ -121,23 +123,91 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class CountingProxy:
+    """A pass-through HTTP proxy in front of llama-server that counts model requests (the
+    server does not log them by default). Responses are relayed chunk by chunk, so streaming
+    and Reverie's inactivity timeout behave as without it."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import http.client
+        import http.server
+        import threading
+
+        proxy = self
+        self.model_requests = 0
+        self._lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _relay(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if self.command == "POST" and re.search(r"/(chat/completions|messages)$",
+                                                        self.path):
+                    with proxy._lock:
+                        proxy.model_requests += 1
+                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=3600)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "connection")}
+                try:
+                    upstream.request(self.command, self.path, body=body, headers=headers)
+                    response = upstream.getresponse()
+                    self.send_response(response.status)
+                    for key, value in response.getheaders():
+                        if key.lower() not in ("transfer-encoding", "connection",
+                                               "content-length"):
+                            self.send_header(key, value)
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.close_connection = True
+                    while chunk := response.read1(65536):
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (OSError, http.client.HTTPException):
+                    self.close_connection = True
+                finally:
+                    upstream.close()
+
+            do_GET = do_POST = _relay
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @dataclass
 class LlamaServer:
     process: subprocess.Popen[bytes]
     port: int
     log: Path
+    proxy: CountingProxy | None = None
 
     @property
     def root(self) -> str:
+        """What Reverie talks to: the counting proxy in front of the server."""
+        port = self.proxy.port if self.proxy is not None else self.port
+        return f"http://127.0.0.1:{port}"
+
+    @property
+    def direct(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def requests_so_far(self) -> int:
-        """Model requests the server logged (``POST /v1/chat/completions`` or ``/v1/messages``)."""
-        text = self.log.read_text("utf-8", errors="replace") if self.log.exists() else ""
-        return len(re.findall(r"POST /v1/(?:chat/completions|messages)\b", text))
+        """Model requests so far (``POST .../chat/completions`` or ``.../messages``)."""
+        return self.proxy.model_requests if self.proxy is not None else 0
 
     def model_name(self) -> str:
-        with urllib.request.urlopen(f"{self.root}/v1/models", timeout=5) as response:
+        with urllib.request.urlopen(f"{self.direct}/v1/models", timeout=5) as response:
             data = json.load(response)
         models = data.get("data") or []
         return str(models[0].get("id")) if models else ""
@@ -157,22 +227,25 @@ def llama_server(binary: Path, model: Path, *, ctx: int, ignore_eos: bool,
                                    start_new_session=True)
     server = LlamaServer(process, port, log)
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise RuntimeError(f"llama-server exited with {process.returncode}: "
                                    + log.read_text("utf-8", errors="replace")[-2000:])
             try:
-                with urllib.request.urlopen(f"{server.root}/health", timeout=2) as response:
+                with urllib.request.urlopen(f"{server.direct}/health", timeout=2) as response:
                     if json.load(response).get("status") == "ok":
                         break
             except OSError:
                 pass
             time.sleep(0.5)
         else:
-            raise RuntimeError("llama-server did not become healthy within 180 s")
+            raise RuntimeError("llama-server did not become healthy within 300 s")
+        server.proxy = CountingProxy(port)
         yield server
     finally:
+        if server.proxy is not None:
+            server.proxy.close()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, 15)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -206,7 +279,7 @@ class JobFigures:
 def _metrics(server: LlamaServer) -> tuple[int, int]:
     """(prompt tokens, generated tokens) the server has processed so far (``/metrics``)."""
     try:
-        with urllib.request.urlopen(f"{server.root}/metrics", timeout=5) as response:
+        with urllib.request.urlopen(f"{server.direct}/metrics", timeout=5) as response:
             text = response.read().decode()
     except OSError:
         return 0, 0

@@ -77,12 +77,14 @@ async def run_batch(
     clock: Clock = time.monotonic,
     sleep: Sleep = asyncio.sleep,
     cancel_grace: float = 600.0,
+    sync_timeout: float | None = None,
 ) -> list[BatchItemResult]:
-    """Run ``requests`` through the provider's batch API when it has one, else one by one."""
+    """Run ``requests`` through the provider's batch API when it has one, else one by one
+    (all of them within ``sync_timeout`` seconds, when given)."""
     if not requests:
         return []
     if client.is_offline or not isinstance(client, (OpenAIClient, AnthropicClient)):
-        return await run_sync(client, requests, concurrency=concurrency)
+        return await run_sync(client, requests, concurrency=concurrency, timeout=sync_timeout)
     runner: _ProviderBatch = (
         _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
     )
@@ -91,7 +93,7 @@ async def run_batch(
         batch_id = await runner.submit(requests, wire_ids)
     except BatchUnsupportedError as exc:
         logger.info("%s; running %d requests one by one", exc.message, len(requests))
-        return await run_sync(client, requests, concurrency=concurrency)
+        return await run_sync(client, requests, concurrency=concurrency, timeout=sync_timeout)
     logger.info("%s batch %s submitted with %d requests", client.provider, batch_id, len(requests))
     poller = _Poller(runner, batch_id, poll_initial=poll_initial, poll_max=poll_max,
                      clock=clock, sleep=sleep)
@@ -168,20 +170,28 @@ async def _cancel_and_collect(
 
 
 async def run_sync(
-    client: ModelClient, requests: Sequence[BatchRequest], *, concurrency: int = 4
+    client: ModelClient, requests: Sequence[BatchRequest], *, concurrency: int = 4,
+    timeout: float | None = None,
 ) -> list[BatchItemResult]:
-    """The fallback: ``complete`` per request, ``concurrency`` at a time; errors per item."""
+    """The fallback: ``complete`` per request, ``concurrency`` at a time; errors per item.
+    ``timeout`` (seconds for all of them) fails the items not finished by then."""
     gate = asyncio.Semaphore(1 if client.is_offline else max(1, concurrency))
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
 
     async def one(request: BatchRequest) -> BatchItemResult:
         async with gate:
             try:
-                reply = await client.complete(
-                    request.messages, system=request.system,
-                    output_schema=request.output_schema, max_tokens=request.max_tokens,
-                )
+                async with asyncio.timeout_at(deadline):
+                    reply = await client.complete(
+                        request.messages, system=request.system,
+                        output_schema=request.output_schema, max_tokens=request.max_tokens,
+                    )
             except LLMError as exc:
                 return BatchItemResult(custom_id=request.custom_id, ok=False, error=exc.message)
+            except TimeoutError:
+                return BatchItemResult(custom_id=request.custom_id, ok=False,
+                                       error=f"no result within {timeout:.0f} s")
             return BatchItemResult(custom_id=request.custom_id, ok=True, parsed=reply.parsed,
                                    text=reply.text, usage=reply.usage)
 

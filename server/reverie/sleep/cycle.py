@@ -204,6 +204,7 @@ class SleepCycle:
                     client, inputs, memory_before, poll_initial=initial, poll_max=maximum,
                     timeout=timeout, sleep=self._sleep, clock=self._monotonic,
                     max_tokens=self.settings.sleep_max_output_tokens,
+                    sync_timeout=self.settings.sleep_budget_seconds,
                 )
             report.summaries_ok = deep.ok
             report.summaries_failed = deep.failed

@@ -116,6 +116,7 @@ async def deep_sleep_with_model(
     sleep: Callable[[float], Awaitable[None]],
     clock: Callable[[], float],
     max_tokens: int = SUMMARY_MAX_TOKENS,
+    sync_timeout: float | None = None,
 ) -> DeepResult:
     """One batch of structured summary requests; partial results kept, failures counted."""
     import asyncio
@@ -142,7 +143,7 @@ async def deep_sleep_with_model(
     if requests:
         outcome = await run_batch(
             client, requests, poll_initial=poll_initial, poll_max=poll_max, timeout=timeout,
-            sleep=sleep, clock=clock,
+            sleep=sleep, clock=clock, sync_timeout=sync_timeout,
         )
         results = {r.custom_id: r for r in outcome}
     deep = DeepResult()

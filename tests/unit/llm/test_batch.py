@@ -223,3 +223,25 @@ async def test_fake_cancelled_batch_wire_shape(server: FakeLLMServer, provider: 
     assert [(r["custom_id"], r["error"]["code"]) for r in error_rows] == [
         ("b", "server_error"), ("c", "batch_cancelled")]
     assert error_rows[0]["response"]["status_code"] == 500 and error_rows[1]["response"] is None
+
+
+async def test_sync_fallback_items_past_the_timeout_fail_and_the_rest_are_kept(
+    server: FakeLLMServer, make_client: Callable[..., HttpModelClient]
+) -> None:
+    """A local server without a batch API: one request answers, one never does; the cycle's
+    budget ends the second as a per-item failure instead of waiting for ever."""
+    server.scenario.batch.unsupported = True
+
+    def respond(request: FakeRequest) -> Step:
+        if "slow" in request.last_user_text:
+            return Step.endless_stream(chunk_delay=0.05)
+        return Step.reply("quick answer")
+
+    server.set_fallback(respond)
+    requests = [BatchRequest(custom_id=name, messages=[ChatMessage(role="user", content=name)],
+                             max_tokens=1_000_000)
+                for name in ("quick", "slow")]
+    results = await run_batch(make_client(), requests, sync_timeout=1.5)
+    by_id = {r.custom_id: r for r in results}
+    assert by_id["quick"].ok and by_id["quick"].text == "quick answer"
+    assert not by_id["slow"].ok and by_id["slow"].error == "no result within 2 s"
