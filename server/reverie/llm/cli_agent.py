@@ -69,7 +69,8 @@ GEMINI_PROMPT_FLAG = "Follow the instructions given on standard input."
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _LOGGED_OUT = re.compile(
     r"not (?:logged|signed) in|please (?:log|sign) ?in|/login|invalid api key|"
-    r"authenticat(?:e|ion) (?:required|failed)|unauthori[sz]ed|no credentials|auth.*expired",
+    r"authenticat(?:e|ion) (?:required|failed)|unauthori[sz]ed|no credentials|auth.*expired|"
+    r"set an auth method|GEMINI_API_KEY",
     re.IGNORECASE)
 _QUOTA = re.compile(
     r"usage limit|rate.?limit|quota|resource.?exhausted|too many requests|\b429\b|"

@@ -149,8 +149,21 @@ def main(argv: list[str]) -> int:
     pid_file = os.environ.get("FAKE_CLI_PID_FILE")
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
-    if mode == "logged_out":
-        sys.stderr.write("Error: not logged in. Please run /login\n")
+    if mode == "logged_out":  # what each real CLI prints with no login (Claude Code 2.1.197,
+        # Gemini CLI 0.61.0 observed; Codex fails later, on its first connection)
+        if cli == "claude":
+            sys.stdout.write(json.dumps({
+                "type": "result", "subtype": "success", "is_error": True, "num_turns": 1,
+                "result": "Not logged in · Please run /login", "session_id": "x",
+                "total_cost_usd": 0, "usage": {"input_tokens": 0, "output_tokens": 0}}) + "\n")
+            return 1
+        if cli == "gemini":
+            sys.stdout.write(json.dumps({"session_id": "x", "error": {
+                "type": "Error", "code": 41, "message": "Please set an Auth method in your "
+                "~/.gemini/settings.json or specify one of the following environment variables "
+                "before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI"}}, indent=2) + "\n")
+            return 41
+        sys.stderr.write("Error: not logged in. Please run codex login\n")
         return 1
     if mode == "hang":
         while True:
