@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reverie import __version__
+from reverie.logsafety import RedactingFormatter
 
 if TYPE_CHECKING:
     from reverie.config import Settings
@@ -86,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # secrets never reach a log line
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help(sys.stderr)

@@ -29,6 +29,7 @@ with ``[``), so ``redact(redact(x)[0]) == (redact(x)[0], 0)``.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -668,7 +669,9 @@ def _redact(text: str, trigger: _Re2Trigger | None) -> tuple[str, int]:
 
 def redact_value(value: object) -> tuple[object, int]:
     """``value`` (a JSON-shaped tool input: str, list, dict, scalars) with every string redacted,
-    keys included, and how many secrets were replaced."""
+    keys included, and how many secrets were replaced. A string under a key is also judged with
+    its key, as ``{"key": "value"}``: ``{"DB_PASSWORD": "hunter2"}`` has no secret in either
+    string alone."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list | tuple):
@@ -685,7 +688,22 @@ def redact_value(value: object) -> tuple[object, int]:
         for key, item in value.items():
             clean_key, n = redact_value(key) if isinstance(key, str) else (key, 0)
             clean, m = redact_value(item)
+            if isinstance(key, str) and isinstance(clean, str) and clean:
+                clean, p = _with_its_key(key, clean)
+                m += p
             result[clean_key] = clean
             total += n + m
         return result, total
     return value, 0
+
+
+def _with_its_key(key: str, value: str) -> tuple[str, int]:
+    paired, count = redact(json.dumps({key: value}))
+    if not count:
+        return value, 0
+    try:
+        loaded = json.loads(paired)
+    except ValueError:  # a rule took the closing quote (an unclosed <private>): hide it all
+        return redaction_marker("private"), 1
+    found = next(iter(loaded.values())) if isinstance(loaded, dict) and loaded else value
+    return (found, 1) if isinstance(found, str) and found != value else (value, 0)

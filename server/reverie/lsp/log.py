@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from lsprotocol import types
 
+from reverie.logsafety import RedactingFormatter
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -43,7 +45,7 @@ class ClientLogHandler(logging.Handler):
 
     def __init__(self, level: int = logging.INFO, buffer_size: int = 500) -> None:
         super().__init__(level)
-        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
         self._buffer: deque[types.LogMessageParams] = deque(maxlen=buffer_size)
         self._send: LogSender | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -16,7 +16,7 @@ import orjson
 
 from reverie.fsutil import atomic_write_bytes
 from reverie.lsp.protocol import AppendMessagesParams, PushedMessage
-from reverie.redact import redact
+from reverie.redact import redact, redact_value
 
 
 def transcript_path(agent_home: Path, session_id: str) -> Path:
@@ -42,14 +42,13 @@ def _record(message: PushedMessage) -> dict[str, object]:
                 "type": "function",
                 "function": {
                     "name": call.name,
-                    "arguments": redact(
-                        orjson.dumps(
-                            {
-                                **call.input,
-                                **({"file_paths": call.file_paths} if call.file_paths else {}),
-                            }
-                        ).decode()
-                    )[0],
+                    # redacted as values, then encoded: the arguments stay valid JSON
+                    "arguments": orjson.dumps(
+                        redact_value({
+                            **call.input,
+                            **({"file_paths": call.file_paths} if call.file_paths else {}),
+                        })[0]
+                    ).decode(),
                 },
             }
             for call in message.tool_calls
@@ -66,7 +65,7 @@ def append_pushed(agent_home: Path, pushed: AppendMessagesParams) -> Path:
     sidecar = path.with_suffix(".json")
     meta = {"session_id": pushed.session_id, "cwd": pushed.cwd}
     if pushed.title:
-        meta["title"] = pushed.title
+        meta["title"] = redact(pushed.title)[0]
     try:
         current = orjson.loads(sidecar.read_bytes())
     except (OSError, orjson.JSONDecodeError):

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 from reverie.fsutil import atomic_write_bytes
 from reverie.memory.lock import state_dir
 from reverie.memory.store import visible_files
+from reverie.redact import redact_value
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,8 @@ class MemoryHistory:
             f"{record.source}: +{len(record.added)} ~{len(record.changed)} "
             f"-{len(record.removed)}"
         )
-        meta = record.model_dump(mode="json", exclude={"commit", "parent"})
+        # a run's summary can quote what the model said: redacted, field by field (valid JSON)
+        meta, _ = redact_value(record.model_dump(mode="json", exclude={"commit", "parent"}))
         commit.message = f"{headline}\n\n{json.dumps(meta, sort_keys=True)}\n".encode()
         repo.object_store.add_object(commit)
         return commit.id

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reverie.fsutil import atomic_write_text
 from reverie.llm.types import ToolSpec
+from reverie.redact import redact
 from reverie.tools.gate import Denial, PathDenied, PathGate
 
 DEFAULT_READ_LIMIT = 2000
@@ -157,7 +158,8 @@ def _load_text(path: Path) -> str:
 
 def read_file(gate: PathGate, args: ReadFileArgs) -> ToolOutcome:
     path = gate.check_read(args.file_path)
-    text = _load_text(path)
+    # redacted whole, before lines are cut (a cut must not leave half a secret unrecognised)
+    text, _ = redact(_load_text(path))
     shown = gate.display(path)
     if text == "":
         return ToolOutcome(f"{shown} is empty.", read=[shown])
@@ -240,7 +242,8 @@ def grep(gate: PathGate, args: GrepArgs) -> ToolOutcome:
             continue
         try:
             physical = gate.verify_read(file)
-            text = _load_text(physical)
+            # searched redacted: a pattern cannot probe a secret the model may not read
+            text, _ = redact(_load_text(physical))
         except (PathDenied, ToolInputError, OSError):
             continue
         shown = gate.display(physical)

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Literal
 
 from reverie.events import EventSink, JobEvent, JobKind
-from reverie.llm.types import ChatMessage, ModelClient, ToolCallRequest
+from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ToolCallRequest
+from reverie.redact import redact, redact_value
 from reverie.tools.fs import TOOLS, ToolOutcome, execute_tool, tool_specs
 from reverie.tools.gate import Denial, PathGate
 from reverie.tools.no_tools import looks_like_text_tool_call
@@ -96,9 +97,9 @@ async def run_tool_loop(
     repeats = 0
     previous: str | None = None
     for turn in range(1, max_turns + 1):
-        reply = await client.complete(conversation, system=system, tools=specs,
-                                      max_tokens=max_tokens,
-                                      on_progress=_streaming_reporter(emit, turn))
+        reply = _redacted(await client.complete(
+            conversation, system=system, tools=specs, max_tokens=max_tokens,
+            on_progress=_streaming_reporter(emit, turn)))
         result.turns = turn
         result.usage = result.usage + reply.usage
         if reply.text:
@@ -167,6 +168,26 @@ def _streaming_reporter(
              phase="generating", tokens_generated=tokens, tool_uses=[], files_touched=[])
 
     return report
+
+
+def _redacted(reply: ModelReply) -> ModelReply:
+    """The reply with secrets replaced in its text and tool arguments: what the model writes
+    through a tool and what the next turn sends back to the provider never hold one (a model
+    can repeat a secret it was shown elsewhere, or make one up). Small: done on the loop."""
+    text, count = redact(reply.text)
+    calls: list[ToolCallRequest] = []
+    for call in reply.tool_calls:
+        arguments, n = redact_value(call.arguments)
+        raw = call.raw_arguments
+        if raw is not None:
+            raw, m = redact(raw)
+            n += m
+        count += n
+        calls.append(call if not n else call.model_copy(
+            update={"arguments": arguments, "raw_arguments": raw}))
+    if not count:
+        return reply
+    return reply.model_copy(update={"text": text, "tool_calls": calls})
 
 
 def _path_arg(call: ToolCallRequest) -> str | None:

@@ -4,6 +4,7 @@ cache and diagnostic ranges."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from pathlib import Path
@@ -85,6 +86,28 @@ def test_pushed_chat_becomes_a_private_redacted_transcript(tmp_path: Path):
     assert [m.id for m in messages] == ["m1", "m2"] and messages[1].usage_tokens == 52
     append_pushed(home, pushed.model_copy(update={"messages": pushed.messages[:1]}))
     assert len(read_pushed(path)[2]) == 3  # appended, not replaced
+
+
+def test_pushed_title_and_tool_arguments_are_redacted(tmp_path: Path):
+    """The sidecar's title and the tool arguments (nested values, kept valid JSON) too."""
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    password = "Hx7" + "-qLm2-vB9t"
+    pushed = AppendMessagesParams.model_validate({
+        "sessionId": "chat-2", "cwd": str(workspace),
+        "title": f"connect to postgres://app:{password}@db/app",
+        "messages": [{"role": "assistant", "text": "running", "id": "m1", "toolCalls": [{
+            "name": "shell", "id": "c1",
+            "input": {"env": {"DB_PASSWORD": password}, "argv": [f"--password={password}"],
+                      "note": 'say "hi"'}}]}]})
+    path = append_pushed(home, pushed)
+    sidecar = path.with_suffix(".json")
+    assert password not in sidecar.read_text() and password not in path.read_text()
+    assert "[REDACTED:url_password]" in sidecar.read_text()
+    record = json.loads(path.read_text().splitlines()[0])
+    arguments = json.loads(record["tool_calls"][0]["function"]["arguments"])
+    assert arguments == {"env": {"DB_PASSWORD": "[REDACTED:env]"},
+                         "argv": ["--password=[REDACTED:password]"], "note": 'say "hi"'}
 
 
 async def test_conversation_cache_reports_only_new_messages(tmp_path: Path):
