@@ -23,6 +23,7 @@ export class ReverieStatusBar implements vscode.Disposable {
   private lockHolder: number | undefined;
   private serverState: 'starting' | 'running' | 'stopped' | 'failed' = 'starting';
   private provider = '';
+  private agents = '';
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('reverie.status', vscode.StatusBarAlignment.Left, 10);
@@ -46,6 +47,9 @@ export class ReverieStatusBar implements vscode.Disposable {
     for (const job of status.runningJobs ?? []) {
       this.jobs.set(job.jobId, { kind: job.kind });
     }
+    this.agents = (status.connections ?? [])
+      .flatMap((entry) => entry.connected.map((c) => `${c.agent} (${c.scope}${c.intact ? '' : ', needs repair'})`))
+      .join(', ');
     const dream = status.lastResults?.dream;
     if (dream?.type === 'complete' && dream.finishedAt) {
       this.lastDream = new Date(dream.finishedAt);
@@ -120,6 +124,7 @@ export class ReverieStatusBar implements vscode.Disposable {
     if (this.provider) {
       tooltip.appendMarkdown(`Model: ${this.provider}\n\n`);
     }
+    tooltip.appendMarkdown(`Connected agents: ${this.agents || 'none (Reverie: Connect Agent…)'}\n\n`);
     tooltip.appendMarkdown('Click for the lock status and the dream gates.');
     this.item.tooltip = tooltip;
     this.item.backgroundColor = this.serverState === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
