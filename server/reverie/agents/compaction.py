@@ -167,7 +167,9 @@ def cut_for_injection(notes: str, path: Path,
                       max_total_tokens: int = MAX_TOTAL_TOKENS) -> str:
     """The notes cut with the spec's per-section budget, then to the total budget, with a
     pointer to the full file (always: the agent can read it when it needs more)."""
-    text, truncated = truncate_for_compaction(notes)
+    from reverie.redact import redact  # the notes are redacted when written; a hand edit not
+
+    text, truncated = truncate_for_compaction(redact(notes)[0])
     limit = max_total_tokens * 4
     if len(text) > limit:
         cut = text.rfind("\n", 0, limit)

@@ -140,6 +140,12 @@ def _missing_dirs(path: Path) -> list[str]:
     return missing  # deepest first
 
 
+def _has_secret(text: str) -> bool:
+    from reverie.redact import redact
+
+    return redact(text)[1] > 0
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -227,7 +233,9 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
     else:
         record.created = before is None
         record.created_dirs = _missing_dirs(edit.path) if before is None else []
-        if edit.kind == "json-hooks" and before is not None:
+        if edit.kind == "json-hooks" and before is not None and not _has_secret(before):
+            # kept so an unchanged file comes back byte for byte; never a file with a secret
+            # in it (settings may hold API keys): that one is restored structurally instead
             record.original = before
     text = before or ""
     try:

@@ -162,7 +162,9 @@ def copy_body(memory_dir: Path, workspace: Path, labelled: bool) -> str:
         "",
         _absolute_links(index, memory_dir) if index else "(no memory consolidated yet)",
     ]
-    return "\n".join(lines)
+    from reverie.redact import redact  # memory is redacted when written; a hand edit is not
+
+    return redact("\n".join(lines))[0]
 
 
 def import_body(memory_dir: Path) -> str:

@@ -213,3 +213,15 @@ def test_waiter_gives_up_at_the_cap_and_ignores_stale_or_dead_markers(
         holder.wait()
     marker.write_text(json.dumps({"pid": holder.pid, "started_at": time.time()}))
     assert "notes " in asyncio.run(pre_compact(settings, hook_input, budget=10))
+
+
+def test_a_secret_typed_into_the_notes_by_hand_is_not_injected(transcript: Path,
+                                                                ws: Path) -> None:
+    assert hook("pre-compact", claude_input("PreCompact", transcript, ws)).returncode == 0
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    path = notes_path(ws)
+    path.write_text(path.read_text().replace("# Worklog\n", f"# Worklog\ntoken {secret}\n", 1))
+    started = hook("session-start", claude_input("SessionStart", transcript, ws,
+                                                 source="resume"))
+    context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "# Worklog" in context and secret not in context

@@ -317,3 +317,18 @@ def test_connections_lists_files_and_their_state(ws: Path, home: Path,
     assert states[("gemini", "memory")] == "block-missing"
     assert states[("claude-code", "memory")] == "ok"
     assert states[("claude-code", "hooks")] == "ok"
+
+
+def test_a_settings_file_with_a_secret_is_never_copied_into_the_ledger(
+    ws: Path, settings: Settings
+) -> None:
+    secret = "sk-ant-api03-" + "Q" * 80 + "AA"
+    path = ws / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    original = json.dumps({"env": {"ANTHROPIC_API_KEY": secret}}, indent=2) + "\n"
+    path.write_text(original)
+    connect("claude-code", ws, "personal", settings)
+    ledger = ProjectPaths(settings, ws).memory_dir / ".reverie" / "connections.json"
+    assert secret not in ledger.read_text()
+    disconnect("claude-code", ws, settings)
+    assert json.loads(path.read_text()) == json.loads(original)  # restored structurally
