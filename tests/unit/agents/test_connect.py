@@ -332,3 +332,17 @@ def test_a_settings_file_with_a_secret_is_never_copied_into_the_ledger(
     assert secret not in ledger.read_text()
     disconnect("claude-code", ws, settings)
     assert json.loads(path.read_text()) == json.loads(original)  # restored structurally
+
+
+def test_claude_code_auto_memory_preset_needs_only_the_hooks(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REVERIE_MEMORY_DIR_PRESET", "claude-code")
+    settings = Settings()
+    result = connect("claude-code", ws, "personal", settings)
+    assert result.mode == "none"
+    assert any("auto-memory directory" in n for n in result.notes)
+    assert not (ws / "CLAUDE.local.md").exists()
+    assert "reverie hook" in (ws / ".claude" / "settings.local.json").read_text()
+    disconnect("claude-code", ws, settings)
+    assert not (ws / ".claude").exists()
