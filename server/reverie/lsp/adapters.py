@@ -67,8 +67,12 @@ class ConversationDigests:
         tracked = self._sessions.get(key)
         fresh = tracked is None
         if tracked is None:
-            _session, digests = await self._load(ref)
-            tracked = _Tracked(session, digests, {d.id for d in digests})
+            try:
+                _session, digests, ids = await self._read(ref)
+            except Exception as exc:  # unreadable now: start from what was appended
+                logger.warning("cannot read %s: %s", ref.path, exc)
+                digests, ids = [], set()
+            tracked = _Tracked(session, digests, ids)
             self._put(key, tracked)
         tracked.session = session
         new = [d for d in appended if d.id not in tracked.ids]
@@ -81,10 +85,8 @@ class ConversationDigests:
         key = _key(ref)
         tracked = self._sessions.get(key)
         if tracked is None:
-            from reverie.session_memory.source import load_session_digests
-
-            session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
-            tracked = _Tracked(session, digests, {d.id for d in digests})
+            session, digests, ids = await self._read(ref)
+            tracked = _Tracked(session, digests, ids)
             self._put(key, tracked)
         self._sessions.move_to_end(key)
         return tracked.session, self._conversation(ref, tracked)
@@ -96,20 +98,27 @@ class ConversationDigests:
             ref.path, ref.session_id, tracked.digests, self._run, self._job_run
         )
 
-    async def _load(self, ref: SessionRef) -> tuple[Session | None, list[MessageDigest]]:
-        from reverie.session_memory.source import load_session_digests
+    async def _read(self, ref: SessionRef) -> tuple[Session, list[MessageDigest], set[str]]:
+        """The session's digests, read in the worker process, unpacked in a background thread
+        (``digest.pack_digests``: nothing long-running on the event loop)."""
+        from reverie.background import run_in_background
+        from reverie.session_memory.source import load_packed_digests
 
-        try:
-            session, digests = await self._run(load_session_digests, ref.path, ref.session_id)
-        except Exception as exc:  # unreadable now: start from what was appended
-            logger.warning("cannot read %s: %s", ref.path, exc)
-            return None, []
-        return session, digests
+        session, packed = await self._run(load_packed_digests, ref.path, ref.session_id)
+        digests, ids = await run_in_background(_unpack, packed)
+        return session, digests, ids
 
     def _put(self, key: str, tracked: _Tracked) -> None:
         self._sessions[key] = tracked
         while len(self._sessions) > self._size:
             self._sessions.popitem(last=False)
+
+
+def _unpack(packed: list[bytes]) -> tuple[list[MessageDigest], set[str]]:
+    from reverie.transcripts.digest import unpack_digests
+
+    digests = unpack_digests(packed)
+    return digests, {d.id for d in digests}
 
 
 def _key(ref: SessionRef) -> str:

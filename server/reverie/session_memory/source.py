@@ -30,7 +30,7 @@ from reverie.session_memory.cursor import (
     last_turn_has_tool_calls,
     start_after,
 )
-from reverie.transcripts.digest import MessageDigest, digests
+from reverie.transcripts.digest import MessageDigest, digests, pack_digests
 from reverie.transcripts.model import Message, Session
 from reverie.transcripts.tokens import context_tokens
 
@@ -145,6 +145,13 @@ def load_session_digests(
     reader = TranscriptReader(Path(path), session_id=session_id)
     items = digests(reader)
     return reader.session, items
+
+
+def load_packed_digests(path: Path, session_id: str | None) -> tuple[Session, list[bytes]]:
+    """``load_session_digests`` packed for the trip out of a worker process
+    (``digest.pack_digests``: a long list of tuples would unpickle in one long GIL hold)."""
+    session, items = load_session_digests(path, session_id)
+    return session, pack_digests(items)
 
 
 def load_recent(
