@@ -30,7 +30,7 @@ from reverie.sleep.housekeeping import HistoryPruner, run_housekeeping
 from reverie.sleep.journal import journal_path, render_journal, write_journal
 from reverie.sleep.light import default_review_date, select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
-from reverie.sleep.offline import consolidate_offline
+from reverie.sleep.offline import consolidate_facts
 from reverie.sleep.rem import (
     RemError,
     RemOutcome,
@@ -273,7 +273,7 @@ class SleepCycle:
     ) -> list[MemoryEntry]:
         cap = self.settings.sleep_max_entries
         if client.is_offline:
-            return consolidate_offline(before, deep.candidates, review_date, cap)
+            return consolidate_facts(before, deep.facts, review_date, cap)
         budget = self.settings.sleep_budget_seconds
         try:
             async with asyncio.timeout(budget):

@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reverie.curation.facts import Fact
 from reverie.llm.batch import BatchRequest, run_batch
 from reverie.llm.structured import parse_reply
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.sleep.models import ConversationSummary, MemoryCandidate, MemoryEntry, SessionDigest
-from reverie.sleep.offline import summarise_offline
+from reverie.sleep.offline import summarise_analysis
 from reverie.sleep.prompts import SUMMARY_SYSTEM, summary_request_text
 from reverie.sleep.redaction import redact_text
 from reverie.sleep.render import render_session
@@ -40,6 +41,8 @@ class SessionInput:
 class DeepResult:
     digests: list[SessionDigest] = field(default_factory=list)
     candidates: list[MemoryCandidate] = field(default_factory=list)
+    #: the offline engine's candidate facts, with their evidence (what its REM merges)
+    facts: list[Fact] = field(default_factory=list)
 
     @property
     def ok(self) -> int:
@@ -88,20 +91,30 @@ def _redacted(summary: ConversationSummary) -> ConversationSummary:
 
 
 def deep_sleep_offline(inputs: Sequence[SessionInput]) -> DeepResult:
-    """Summaries and candidates without a model (blocking: call via a thread)."""
+    """Summaries and candidate facts without a model, one session at a time: each transcript
+    is streamed through the analysis and dropped (blocking: call via a thread)."""
+    from reverie.curation.sessions import SessionSource, analyse_source
+
     result = DeepResult()
     for item in inputs:
-        transcript, notes, error = _load(item)
-        if transcript is None:
-            result.add(_failed_digest(item, error or "unreadable transcript"))
+        ref = item.ref
+        source = SessionSource(session_id=ref.session_id, path=ref.path, cwd=ref.cwd,
+                               updated_at=ref.updated_at, agent=ref.agent)
+        try:
+            analysis = analyse_source(source)
+        except (TranscriptError, OSError, ValueError) as exc:
+            result.add(_failed_digest(item, str(exc) or "unreadable transcript"))
             continue
-        title, summary = summarise_offline(transcript, notes)
+        anchor = analysis.updated_at or ref.updated_at
+        title, summary, facts = summarise_analysis(analysis, read_notes(item.notes_path),
+                                                   anchor)
         summary = _redacted(summary)
         result.add(SessionDigest(
-            session_id=item.ref.session_id, agent=transcript.session.agent,
+            session_id=ref.session_id, agent=analysis.agent,
             title=redact_text(title), summary=summary.summary,
             candidates=summary.memory_candidates,
         ))
+        result.facts.extend(facts)
     return result
 
 

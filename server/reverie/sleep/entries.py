@@ -5,7 +5,8 @@ One entry is one top-level topic file ``<key>.md``:
 - front matter ``name`` = title, ``description`` = the one-line hook, ``type`` = entry type,
   ``updated`` = the recorded date (ISO); other front-matter keys (``sources`` ...) are kept;
 - the body = content;
-- one ``MEMORY.md`` line ``- [title](<key>.md) - description``.
+- one ``MEMORY.md`` line ``- [title](<key>.md) - description``, at most 150 characters wide
+  (a long title or hook is shortened; the whole text stays in the topic file).
 
 Reading goes the other way: every top-level topic file (except ``MEMORY.md``) is an entry, keyed
 by its file stem; a missing ``updated`` falls back to the file's modification date. Files REM
@@ -21,6 +22,7 @@ from datetime import date as Date
 from datetime import datetime
 from pathlib import Path
 
+from reverie.curation.topics import fit_entry
 from reverie.memory.store import (
     INDEX_NAME,
     TOPIC_TYPES,
@@ -114,7 +116,8 @@ def render_files(
         name = f"{entry.key}.md"
         path = memory_dir / name
         link_text = entry.title.replace("]", ")")
-        lines.append(IndexEntry(title=link_text, target=name, hook=_hook(entry)))
+        # every index line within the spec's width, however long the model made title and hook
+        lines.append(fit_entry(IndexEntry(title=link_text, target=name, hook=_hook(entry))))
         prior = previous.get(entry.key)
         if prior is not None and unchanged(prior, entry) and path.is_file():
             continue

@@ -1,0 +1,230 @@
+"""One session's analysis -> candidate facts for memory.
+
+Only what stays true beyond the session becomes a fact: standing rules and preferences (as plain
+statements), decisions and renames, the commands that build / test / run / lint the project in
+the form that worked, and errors with the change that fixed them. One-off requests, exploration,
+the agent's own tool slips and failures nothing fixed never do. Every text is redacted before it
+is formatted, and relative dates are made absolute from the session's time.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from reverie.analysis.commands import PROJECT_CATEGORIES, analyse_command
+from reverie.analysis.models import Decision, ErrorFix, ProjectCommand, Rule, SessionAnalysis
+from reverie.analysis.statements import StatementKind, plain_statement, statements_in, subject_of
+from reverie.curation.facts import Fact, FactKind
+from reverie.curation.lexicon import choice_of, subject_fields
+from reverie.curation.topics import (
+    COMMAND_LABELS,
+    clean,
+    code,
+    command_slot,
+    fix_slot,
+    humanise,
+    slug,
+)
+from reverie.memory.dates import normalise_dates
+
+_CHAT = re.compile(
+    r"^(?:change of plans?|decision|update|heads up|ok(?:ay)?|so|also|actually)\s*[:,\-—!.]\s*",
+    re.IGNORECASE,
+)
+_MAX_STATEMENT = 220
+
+
+def sentence(text: str, anchor: datetime) -> str:
+    """A chat sentence as a plain, redacted, dated statement ending in a full stop."""
+    core = _CHAT.sub("", plain_statement(clean(text))).strip()
+    core = normalise_dates(core, anchor)
+    if not core:
+        return ""
+    core = core[0].upper() + core[1:]
+    if len(core) > _MAX_STATEMENT:
+        core = core[: _MAX_STATEMENT - 1].rsplit(" ", 1)[0] + "…"
+    return core if core.endswith((".", "!", "…", "`", ")")) else core + "."
+
+
+def _statement_fact(kind: FactKind, item: Rule | Decision, analysis: SessionAnalysis,
+                    anchor: datetime) -> Fact | None:
+    at = item.evidence.timestamp or anchor
+    text = sentence(item.text, anchor)
+    if not text:
+        return None
+    if kind == "rename" and item.replaces and item.chosen:
+        old, new = clean(item.replaces), clean(item.chosen.rstrip(".,;:"))
+        text = f"`{old}` was renamed to `{new}` (on {at.date().isoformat()})."
+        return Fact(slot=f"rename:{old}", kind="rename", text=text, at=at,
+                    subject=item.subject, session=analysis.session_id,
+                    sources=[analysis.session_id], first=at.date(), replaces=old, choice=new)
+    fields = subject_fields(item.subject, text)
+    if fields["choice"] is None and kind == "decision" and item.chosen:
+        fields["choice"] = clean(item.chosen).strip("`'\".,;:").lower() or None
+    replaces = clean(item.replaces).strip("`'\".,;:").lower() if item.replaces else None
+    return Fact(slot=f"s:{item.subject}:{slug(text)[:48]}", kind=kind, text=text, at=at,
+                session=analysis.session_id, sources=[analysis.session_id], first=at.date(),
+                replaces=replaces, **fields)  # type: ignore[arg-type]
+
+
+#: sub-commands that change the dependencies once: what was added is in the lockfile, the
+#: command is not worth remembering
+_ONE_OFF = re.compile(r"^(?:\S+\s+)?(?:add|remove|rm|uninstall|un|i|install|upgrade|update)\s+"
+                      r"(?!-)\S")
+_WRAPPERS = re.compile(r"^(?:timeout\s+\S+|time|nice(?:\s+-n\s*\S+)?|nohup|sudo)\s+")
+
+
+def working_form(command: str) -> str:
+    """The part of a command line worth remembering: the main command, no ``cd x &&``, no
+    ``rm …&&`` preparation, no ``timeout 5`` wrapper."""
+    main = analyse_command(command).main or command
+    previous = None
+    while previous != main:
+        previous, main = main, _WRAPPERS.sub("", main)
+    return main.strip()
+
+
+def _command_fact(command: ProjectCommand, analysis: SessionAnalysis,
+                  anchor: datetime) -> Fact | None:
+    if command.category not in PROJECT_CATEGORIES or not command.working:
+        return None
+    form = working_form(command.working)
+    if "&&" in form or "||" in form or ";" in form or _ONE_OFF.match(form):
+        return None  # a one-off dependency change or a chain of steps, not a project command
+    category = str(command.category)
+    label = COMMAND_LABELS.get(category, humanise(category))
+    at = command.evidence.timestamp or anchor
+    return Fact(slot=command_slot(category, form), kind="command", text=code(form), at=at,
+                label=label, session=analysis.session_id, sources=[analysis.session_id],
+                first=at.date())
+
+
+def _installed_between(error: ErrorFix, analysis: SessionAnalysis) -> str:
+    """A dependency installed between a failure and the pass that proved it fixed: the fix
+    when no file changed (a missing module)."""
+    start = error.failed_at.timestamp
+    end = error.proved_at.timestamp if error.proved_at else None
+    if start is None or end is None:
+        return ""
+    for command in analysis.commands:
+        stamp = command.evidence.timestamp
+        if command.category == "install" and command.working and stamp is not None and \
+                start < stamp < end:
+            return working_form(command.working)
+    return ""
+
+
+def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> Fact | None:
+    """An error becomes memory only with what made it pass: the change that fixed it, a
+    dependency installed, or a different command that worked."""
+    if error.status == "still_failing" or error.category in ("explore", "vcs"):
+        return None
+    check = clean(error.check)
+    proof = clean(error.proved_by) if error.proved_by else ""
+    installed = _installed_between(error, analysis) if error.status == "passed" else ""
+    message = clean(error.error).rstrip(".")
+    if len(message) > 120:
+        message = message[:119].rsplit(" ", 1)[0] + "…"
+    text = f"{code(check)} failed with {message.replace('`', chr(39))}"
+    if error.status == "fixed" and error.fix is not None:
+        change = f"`{clean(error.fix.path)}`"
+        essence = clean(error.fix.essence) if error.fix.essence else ""
+        text += f"; fixed by changing {change}" + (f" ({essence})" if essence else "")
+        if proof:
+            text += f"; verified by {code(proof)}"
+    elif proof and proof.split() != check.split():
+        text += f"; {code(proof)} worked instead"
+    elif installed:
+        text += f"; fixed by running {code(installed)}"
+        if proof:
+            text += f"; verified by {code(proof)}"
+    else:
+        return None
+    at = (error.proved_at.timestamp if error.proved_at else None) or anchor
+    return Fact(slot=fix_slot(check, message), kind="fix", text=text + ".", at=at,
+                session=analysis.session_id, sources=[analysis.session_id], first=at.date())
+
+
+def _still_current(item: Rule | Decision, said: dict[str, Rule | Decision]) -> bool:
+    """Not replaced within the session — or "replaced" by a statement that picks the same
+    option (a correction that agrees with the rule restates it)."""
+    if item.superseded_by is None:
+        return True
+    later = said.get(item.superseded_by)
+    if later is None or item.subject != later.subject:
+        return False
+    mine = choice_of(item.text, item.subject)
+    return mine is not None and mine == choice_of(later.text, later.subject)
+
+
+def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> list[Fact]:
+    """The candidate facts of one session, in the order they were stated."""
+    when = anchor or analysis.updated_at or analysis.started_at or datetime.now(UTC)
+    said: dict[str, Rule | Decision] = {i.text: i for i in (*analysis.rules, *analysis.decisions)}
+    stated: list[tuple[datetime, Fact]] = []
+    for rule in analysis.rules:
+        if _still_current(rule, said) and (
+                fact := _statement_fact("rule", rule, analysis, when)):
+            stated.append((fact.at, fact))
+    for decision in analysis.decisions:
+        if not _still_current(decision, said):
+            continue
+        kind: FactKind = "rename" if decision.kind == "rename" else "decision"
+        if fact := _statement_fact(kind, decision, analysis, when):
+            stated.append((fact.at, fact))
+    stated.sort(key=lambda pair: pair[0])
+    facts = [fact for _, fact in stated]
+    _formerly_in_session(analysis, facts, when)
+    for command in analysis.commands:
+        if fact := _command_fact(command, analysis, when):
+            facts.append(fact)
+    for error in analysis.errors:
+        if fact := _fix_fact(error, analysis, when):
+            facts.append(fact)
+    return facts
+
+
+def _formerly_in_session(analysis: SessionAnalysis, facts: list[Fact], when: datetime) -> None:
+    """A statement the session itself reversed survives only as the new one's ``formerly``."""
+    said = {i.text: i for i in (*analysis.rules, *analysis.decisions)}
+    for item in said.values():
+        if item.superseded_by is None or _still_current(item, said):
+            continue
+        new_text = sentence(item.superseded_by, when)
+        for fact in facts:
+            if fact.text == new_text and not fact.formerly:
+                fact.formerly = sentence(item.text, when).rstrip(".")
+                fact.replaced_on = fact.day
+
+
+_KINDS: dict[StatementKind, FactKind] = {
+    StatementKind.DECISION: "decision",
+    StatementKind.RENAME: "rename",
+}
+
+
+def statement_facts(text: str, *, source: str, when: datetime, note: bool) -> list[Fact]:
+    """Facts a free text states (a daily-log entry, the user's extra context); a log entry
+    that states no rule is kept as a note, extra context only for what it states."""
+    facts: list[Fact] = []
+    for found in statements_in(text):
+        kind = _KINDS.get(found.kind, "rule")
+        line = sentence(found.text, when)
+        if not line or kind == "rename":
+            continue
+        subject = found.subject
+        fields = subject_fields(subject, line)
+        facts.append(Fact(slot=f"s:{subject}:{slug(line)[:48]}", kind=kind, text=line, at=when,
+                          session=source, first=when.date(),
+                          replaces=found.replaces.lower() if found.replaces else None,
+                          **fields))  # type: ignore[arg-type]
+    if not facts and note:
+        line = sentence(text, when)
+        if len(line) >= 12:
+            subject = subject_of(line)
+            fields = subject_fields(subject, line)
+            facts.append(Fact(slot=f"s:{subject}:{slug(line)[:48]}", kind="note", text=line,
+                              at=when, session=source, first=when.date(),
+                              **fields))  # type: ignore[arg-type]
+    return facts
