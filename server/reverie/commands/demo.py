@@ -3,7 +3,8 @@
 ``reverie demo [--keep DIR] [--json]``. Copies the bundled real sample transcripts into a
 temporary agent home (working directory rewritten to a temporary workspace), writes session notes
 for each with the offline engine, runs a manual dream with the offline engine, and prints where
-the notes and the memory are, the new ``MEMORY.md`` and the history entry. Nothing outside the
+the notes and the memory are, the new ``MEMORY.md`` with the first facts of each topic it
+lists, and the history entry. Nothing outside the
 temporary directory (or ``--keep DIR``) is touched.
 """
 
@@ -62,6 +63,28 @@ async def _notes(settings: Any, workspace: Path) -> list[dict[str, Any]]:
     return written
 
 
+#: facts shown per topic file: enough to see what the memory holds, short enough to read
+TOPIC_LINES = 5
+
+
+def _topic_heads(memory_dir: Path, index: Path) -> dict[str, list[str]]:
+    """The first facts of each topic the index lists (what an agent would load first)."""
+    from reverie.memory.store import parse_index, read_topic
+
+    if not index.is_file():
+        return {}
+    heads: dict[str, list[str]] = {}
+    for entry in parse_index(index.read_text("utf-8", errors="replace")).entries:
+        path = memory_dir / entry.target_path
+        if not entry.is_local or not path.is_file() or entry.target_path in heads:
+            continue
+        body = read_topic(path).body.splitlines()
+        facts = [line for line in body if line.startswith(("- ", "* "))]
+        heads[entry.target_path] = facts[:TOPIC_LINES] or [
+            line for line in body if line.strip()][:TOPIC_LINES]
+    return heads
+
+
 def _build(base: Path) -> dict[str, Any]:
     from reverie.config import Settings
     from reverie.dream.runner import DreamRequest, DreamRunner
@@ -83,6 +106,7 @@ def _build(base: Path) -> dict[str, Any]:
     memory_dir = Path(result.memory_dir)
     index = memory_dir / "MEMORY.md"
     runs = MemoryHistory(memory_dir).runs()
+    topics = _topic_heads(memory_dir, index)
     return {
         "workspace": str(workspace),
         "agent_home": str(agent_home),
@@ -92,6 +116,7 @@ def _build(base: Path) -> dict[str, Any]:
         "error": result.error,
         "memory_dir": str(memory_dir),
         "memory_index": index.read_text("utf-8") if index.is_file() else "",
+        "memory_topics": topics,
         "history": runs[0] if runs else None,
     }
 
@@ -135,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
         print("  (session notes are not available in this build)")
     print(f"\nMemory dir: {report['memory_dir']}")
     print("\n--- MEMORY.md " + "-" * 50)
-    print(report["memory_index"].rstrip())
+    print(report["memory_index"].rstrip() or "(empty: the samples held nothing durable)")
+    for name, lines in report["memory_topics"].items():
+        print(f"\n--- {name} " + "-" * max(4, 59 - len(name)))
+        print("\n".join(lines))
     print("-" * 64)
     print("\nHistory entry:")
     print(format_run(history) if history else "  (no changes recorded)")

@@ -146,6 +146,12 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
                 session=analysis.session_id, sources=[analysis.session_id], first=at.date())
 
 
+def _said(analysis: SessionAnalysis) -> dict[str, Rule | Decision]:
+    said: dict[str, Rule | Decision] = {rule.text: rule for rule in analysis.rules}
+    said.update((decision.text, decision) for decision in analysis.decisions)
+    return said
+
+
 def _still_current(item: Rule | Decision, said: dict[str, Rule | Decision]) -> bool:
     """Not replaced within the session — or "replaced" by a statement that picks the same
     option (a correction that agrees with the rule restates it)."""
@@ -161,7 +167,7 @@ def _still_current(item: Rule | Decision, said: dict[str, Rule | Decision]) -> b
 def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> list[Fact]:
     """The candidate facts of one session, in the order they were stated."""
     when = anchor or analysis.updated_at or analysis.started_at or datetime.now(UTC)
-    said: dict[str, Rule | Decision] = {i.text: i for i in (*analysis.rules, *analysis.decisions)}
+    said = _said(analysis)
     stated: list[tuple[datetime, Fact]] = []
     for rule in analysis.rules:
         if _still_current(rule, said) and (
@@ -187,7 +193,7 @@ def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> 
 
 def _formerly_in_session(analysis: SessionAnalysis, facts: list[Fact], when: datetime) -> None:
     """A statement the session itself reversed survives only as the new one's ``formerly``."""
-    said = {i.text: i for i in (*analysis.rules, *analysis.decisions)}
+    said = _said(analysis)
     for item in said.values():
         if item.superseded_by is None or _still_current(item, said):
             continue

@@ -32,7 +32,7 @@ def known_subject(subject: str) -> bool:
 def _lexicon() -> frozenset[str]:
     from reverie.analysis import statements
 
-    known = getattr(statements, "KNOWN_SUBJECTS", None) or getattr(statements, "_KNOWN", ())
+    known: frozenset[str] = getattr(statements, "KNOWN_SUBJECTS", statements._KNOWN)
     return frozenset(known)
 
 
@@ -46,7 +46,7 @@ _AGAINST = frozenset({
 def choice_of(text: str, subject: str) -> str | None:
     """The option of ``subject`` that ``text`` picks: the first one it names that is not
     negated ("pnpm" in "Use pnpm, never npm" and in "Don't use npm here — use pnpm")."""
-    words = [w.lower().rstrip(".,;:'") for w in _WORD.findall(text)]
+    words: list[str] = [str(w).lower().rstrip(".,;:'") for w in _WORD.findall(text)]
     for n, word in enumerate(words):
         if len(word) < 2 or word in _GENERIC or subject_of(word) != subject:
             continue

@@ -227,6 +227,8 @@ def provenance(fact: Fact) -> str:
         return f"_({fact.sessions} sessions, latest {sid} {day}, first {fact.first.isoformat()})_"
     if fact.session == "log":
         return f"_(daily log, {day})_"
+    if fact.session == "user":
+        return f"_(user, {day})_"
     return f"_(session {sid}, {day})_"
 
 
@@ -279,11 +281,11 @@ def assemble(doc: TopicDoc | None, spec: TopicSpec | None, facts: list[Fact]) ->
     for item in doc.items:
         out.extend(doc.lines[cursor:item.start])
         cursor = item.end
-        fact = by_slot.get(item.fact.slot)
-        if fact is None or fact.slot in placed:
+        kept = by_slot.get(item.fact.slot)
+        if kept is None or kept.slot in placed:
             continue  # dropped (ours, over the cap) or merged into an earlier line
-        placed.add(fact.slot)
-        out.extend(render_fact(fact))
+        placed.add(kept.slot)
+        out.extend(render_fact(kept))
         last_item_end = len(out)
     tail = doc.lines[cursor:]
     new = [f for f in _order(facts) if f.slot not in placed]
@@ -401,6 +403,7 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
                 item.fact.slot = f"{item.fact.slot}#{doc.name}:{item.start}"
             book.put(item.fact)
     before = {f.slot: f.text for f in book}
+    formerly = {f.slot: f.formerly for f in book}
     for fact in new:
         book.add(fact)
     drop_stale_commands(book)
@@ -409,18 +412,18 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
         grouped.setdefault(_target(fact), []).append(fact)
     result = Curated()
     for name, facts in grouped.items():
-        doc = docs.get(name)
+        current = docs.get(name)
         spec = area(name.removesuffix(".md")) if "/" not in name else None
-        body = "\n".join(assemble(doc, spec, facts)).strip("\n")
-        old_body = "\n".join(doc.lines).strip("\n") if doc else None
-        title = (doc.meta.name if doc and doc.meta.name else None) or (
+        body = "\n".join(assemble(current, spec, facts)).strip("\n")
+        old_body = "\n".join(current.lines).strip("\n") if current else None
+        title = (current.meta.name if current and current.meta.name else None) or (
             spec.name if spec else humanise(name.removesuffix(".md")))
         ours = [f for f in facts if not f.user] or facts
         entry = index_entry(title, name, ours)
         result.entries[name] = entry
         if body == old_body:
             continue
-        meta = doc.meta.model_copy(deep=True) if doc else TopicMeta()
+        meta = current.meta.model_copy(deep=True) if current else TopicMeta()
         meta.name = meta.name or title
         if spec is not None or not meta.description:
             meta.description = entry.hook or title
@@ -434,10 +437,10 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
         meta.sources = sources[-MAX_SOURCES:]
         result.topics[name] = (meta, body)
     for slot, fact in book.facts.items():
-        if slot not in before:
-            result.facts_added += 1
-        elif fact.formerly and before[slot] != fact.text:
+        if fact.formerly and formerly.get(slot) != fact.formerly:
             result.facts_replaced += 1
+        elif slot not in before:
+            result.facts_added += 1
     return result
 
 

@@ -79,12 +79,16 @@ def test_demo_runs_offline_in_seconds(tmp_path: Path) -> None:
     assert elapsed < 15
     assert len(report["transcripts"]) == 4
     assert report["dream"]["ran"] is True and report["dream"]["sessions_reviewed"] == 4
-    assert "- [Workflow and commands](workflow-and-commands.md)" in report["memory_index"]
+    assert "- [Package manager and scripts](package-manager-and-scripts.md)" in (
+        report["memory_index"])
+    # the demo shows the facts it built, not only the index
+    assert report["memory_topics"]["package-manager-and-scripts.md"][0].startswith(
+        "- **Run:** `mix phx.server`")
     assert report["history"]["source"] == "manual"
     assert all(Path(n["notes_path"]).is_file() for n in report["notes"])
     assert len(report["notes"]) == 4
     memory = Path(report["memory_dir"])
-    assert "`mix phx.server`" in (memory / "workflow-and-commands.md").read_text()
+    assert "`mix phx.server`" in (memory / "package-manager-and-scripts.md").read_text()
     assert str(tmp_path / "home") not in report["memory_dir"]  # nothing in the user's home
 
 
@@ -92,4 +96,5 @@ def test_demo_human_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["demo", "--keep", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "Memory dir:" in out and "# Memory" in out and "History entry:" in out
+    assert "--- package-manager-and-scripts.md" in out and "- **Run:** `mix phx.server`" in out
     assert "manual" in out and "session_memory.md" in out

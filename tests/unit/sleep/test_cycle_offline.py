@@ -47,22 +47,28 @@ async def test_offline_cycle_writes_journal_memory_and_history(workspace) -> Non
     assert report.journal_path == paths.journals_dir / f"{reviewed}.md"
     journal = report.journal_path.read_text()
     # concrete facts from the Codex rollout and the Claude Code session
-    assert "`npm run build` runs successfully in this project (npm)." in journal
+    assert "**Build:** `npm run build`" in journal
     assert "`lib/spotter_web/live/session_live.ex`" in journal
     assert "Asked: Work on bead spotter-dov." in journal
-    assert "of which 4 failed" in journal
+    assert "4 project command(s) of which 1 failed" in journal
 
     entries = load_entries(paths.memory_dir)
     assert report.entries_before == 0 and report.entries_after == len(entries) > 0
     assert report.candidates >= len(entries)
-    assert {"command-npm-run-build", "files-lib-spotter_web"} <= {e.key for e in entries}
+    # topic files by subject, not one file per candidate and not a log of files touched
+    assert {e.key for e in entries} == {"package-manager-and-scripts", "testing"}
+    scripts = next(e for e in entries if e.key == "package-manager-and-scripts").content
+    assert "- **Build:** `npm run build` _(session 019e1625, 2026-05-11)_" in scripts
+    assert "session_live.ex" not in "".join(e.content for e in entries)
     assert blocking_problems(check_index(paths.memory_dir)) == []
     index = (paths.memory_dir / "MEMORY.md").read_text()
-    assert "](command-npm-run-build.md) - " in index
+    assert "- [Package manager and scripts](package-manager-and-scripts.md) - build: `npm run " \
+        "build`" in index
+    assert all(len(line) <= 150 for line in index.splitlines())
 
     (run,) = MemoryHistory(paths.memory_dir).runs()
     assert run.run_id == report.run_id and run.source == "sleep"
-    assert "command-npm-run-build.md" in run.added
+    assert "package-manager-and-scripts.md" in run.added
     assert load_state(paths).last_run_date == date.today()
     types = [e.type for e in events.events]
     assert types[0] == "start" and "complete" in types and "memory_saved" in types

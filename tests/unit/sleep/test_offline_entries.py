@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from reverie.curation.facts import Fact
 from reverie.memory.store import blocking_problems, check_index
 from reverie.sleep.entries import fix_recorded_dates, load_entries, render_files
-from reverie.sleep.models import ConsolidatedMemory, MemoryCandidate, MemoryEntry
-from reverie.sleep.offline import consolidate_offline, notes_sections, summarise_offline
+from reverie.sleep.models import ConsolidatedMemory, MemoryEntry
+from reverie.sleep.offline import consolidate_facts, notes_sections, summarise_offline
 from reverie.sleep.rem import capped_model
 from reverie.transcripts.model import (
     Message,
@@ -103,16 +104,20 @@ def test_offline_summary_and_candidates_state_concrete_facts() -> None:
     assert title == "Fix flaky invoice export"
     text = summary.summary
     assert "`src/export.py`" in text
-    assert "3 shell command(s) of which 1 failed" in text
-    assert "Fixed: `uv run pytest tests/export -q` failed (FAILED tests/export/test_csv.py" in text
+    assert "2 project command(s) of which 1 failed" in text
+    assert "Fixed: `uv run pytest tests/export` failed (FAILED tests/export/test_csv.py" in text
+    assert "fixed in `src/export.py`" in text
     assert "Last reply: Fixed: the export now formats dates in UTC." in text
     assert "CSV header order" in text
-    values = {c.key: c.value for c in summary.memory_candidates}
-    assert "`uv run pytest tests/export -q` runs successfully" in values["command-uv-run-pytest"]
-    assert "once failed" in values["fix-uv-run-pytest"]
-    assert any("Always use uv run" in v for k, v in values.items() if k.startswith("preference-"))
-    assert any("TZ=UTC" in v for k, v in values.items() if k.startswith("note-"))
-    assert not any("ls -la" in v for v in values.values())  # not a build/test command
+    values = [c.value for c in summary.memory_candidates]
+    # plain statements, not quoted chat; the test command in the form that worked; the error
+    # with the change that fixed it and the run that proved it
+    assert "**Package manager:** Always use uv run instead of calling python directly." in values
+    assert "**Test:** `uv run pytest tests/export -q`" in values
+    assert ("`uv run pytest tests/export` failed with FAILED tests/export/test_csv.py::test_dates"
+            " - AssertionError; fixed by changing `src/export.py`; verified by "
+            "`uv run pytest tests/export -q`.") in values
+    assert not any("ls -la" in v or "User" in v or "please fix" in v.lower() for v in values)
     # deterministic
     assert summarise_offline(_transcript(), NOTES) == (title, summary)
 
@@ -130,25 +135,40 @@ def _entry(key: str, content: str, recorded: date, **kw: object) -> MemoryEntry:
     )
 
 
-def test_offline_rem_merges_by_key_keeps_dates_and_caps() -> None:
+def _fact(slot: str, text: str, day: date, **kw: object) -> Fact:
+    from datetime import UTC, datetime
+
+    return Fact(slot=slot, text=text, at=datetime(day.year, day.month, day.day, 12, tzinfo=UTC),
+                session="s" * 8, sources=["s" * 8], first=day, **kw)  # type: ignore[arg-type]
+
+
+def test_offline_rem_merges_facts_by_subject_keeps_dates_and_caps() -> None:
     old = date(2026, 1, 1)
     today = date(2026, 11, 10)
     existing = [
-        _entry("build", "make build", old),
-        _entry("style", "black", old),
+        _entry("package-manager-and-scripts",
+               "# Package manager and scripts\n\n"
+               "- **Build:** `make build` _(session aaaaaaaa, 2026-01-01)_", old),
+        _entry("people", "Alice owns billing.", old, type="user"),
         _entry("ancient", "x", date(2025, 1, 1)),
     ]
-    cands = [
-        MemoryCandidate(key="Build", value="make build"),  # already known: unchanged
-        MemoryCandidate(key="style", value="ruff format, not black"),
-        MemoryCandidate(key="new-thing", value="the API lives in api/"),
+    facts = [
+        _fact("cmd:build:make build", "`make build`", today, kind="command", label="Build"),
+        _fact("s:database:x", "Use Postgres for the database, not SQLite.", today,
+              kind="decision", subject="database", label="Database", choice="postgres",
+              exclusive=True),
     ]
-    merged = consolidate_offline(existing, cands, today, max_entries=3)
+    merged = consolidate_facts(existing, facts, today, max_entries=3)
     by_key = {e.key: e for e in merged}
-    assert set(by_key) == {"build", "style", "new-thing"}  # the oldest was dropped for the cap
-    assert by_key["build"].recorded == old
-    assert by_key["style"].recorded == today and "ruff format" in by_key["style"].content
-    assert by_key["new-thing"].recorded == today
+    # the oldest entry was dropped for the cap; the new subject got its own topic
+    assert set(by_key) == {"package-manager-and-scripts", "people", "database-and-migrations"}
+    assert by_key["people"].recorded == old  # untouched
+    scripts = by_key["package-manager-and-scripts"]
+    assert scripts.content.count("`make build`") == 1  # recurrence, not a duplicate line
+    assert "2 sessions, latest ssssssss 2026-11-10, first 2026-01-01" in scripts.content
+    database = by_key["database-and-migrations"]
+    assert database.recorded == today and "**Database:** Use Postgres" in database.content
+    assert len(f"- [{database.title}]({database.key}.md) - {database.description}") <= 150
 
 
 def test_entries_round_trip_through_the_memory_dir(tmp_path: Path) -> None:
@@ -204,3 +224,30 @@ def test_rem_schema_rejects_over_cap_duplicates_and_bad_keys() -> None:
     with pytest.raises(ValidationError):
         MemoryEntry.model_validate({**rows[0], "key": "../.."})
     assert MemoryEntry.model_validate({**rows[0], "key": "../Etc Passwd"}).key == "etc-passwd"
+
+
+def test_rem_index_lines_fit_the_limit_whatever_the_entry_says(tmp_path: Path) -> None:
+    """The sleep cycle once wrote a 224-character index line (a 120-character title plus a
+    110-character hook): every line REM writes now fits in 150, model or offline."""
+    long = _entry("k" * 60, "body", date(2026, 11, 10), title="T" * 120,
+                  description="a long hook " * 16)
+    writes, _ = render_files(tmp_path, [long])
+    lines = writes["MEMORY.md"].splitlines()
+    assert max(len(line) for line in lines) <= 150
+    assert f"]({'k' * 60}.md) - a long hook" in writes["MEMORY.md"]
+
+
+def test_offline_rem_replaces_a_reversed_decision_and_keeps_a_persons_line() -> None:
+    old = date(2026, 1, 1)
+    today = date(2026, 11, 10)
+    existing = [_entry("database-and-migrations",
+                       "# Database and migrations\n\n- We use SQLite for everything.\n"
+                       "- Migrations are numbered by hand.", old)]
+    facts = [_fact("s:database:drop-sqlite", "Drop SQLite, we move to Postgres 16.", today,
+                   kind="decision", subject="database", label="Database", choice="postgres",
+                   replaces="sqlite", exclusive=True)]
+    (entry,) = consolidate_facts(existing, facts, today, max_entries=10)
+    assert "- **Database:** Drop SQLite, we move to Postgres 16." in entry.content
+    assert "(formerly: We use SQLite for everything; replaced on 2026-11-10)" in entry.content
+    assert "- Migrations are numbered by hand." in entry.content  # a person's line stays
+    assert "- We use SQLite" not in entry.content
