@@ -29,9 +29,19 @@ from reverie.curation.topics import (
 from reverie.memory.dates import normalise_dates
 
 _CHAT = re.compile(
-    r"^(?:change of plans?|decision|update|heads up|ok(?:ay)?|so|also|actually)\s*[:,\-—!.]\s*",
+    r"^(?:change of plans?(?: (?:for|on) [\w -]{1,30}?)?|decision|update|heads up|ok(?:ay)?|so|"
+    r"also|actually)\s*[:,\-—!.]\s*",
     re.IGNORECASE,
 )
+#: nouns a rename names the kind of thing with ("the Guide section"), not the thing
+_KIND_NOUNS = frozenset({
+    "section", "hook", "function", "method", "file", "class", "module", "component", "page",
+    "folder", "directory", "package", "variable", "field", "column", "table", "route",
+    "endpoint", "command", "script", "service", "type", "interface", "test", "tests",
+})
+#: a correction worth keeping names a value: a version, a flag, a path, code
+_CONCRETE = re.compile(r"\d+\.\d+|`[^`]+`|\s--?[a-z][\w-]*|\w/\w|\.\w{2,4}\b")
+_NEXT_SENTENCE = re.compile(r"^\s*([^.!?]{8,200}[.!])(?:\s|$)")
 _MAX_STATEMENT = 220
 
 
@@ -55,10 +65,22 @@ def _statement_fact(kind: FactKind, item: Rule | Decision, analysis: SessionAnal
         return None
     if kind == "rename" and item.replaces and item.chosen:
         old, new = clean(item.replaces), clean(item.chosen.rstrip(".,;:"))
+        if old.lower() in _KIND_NOUNS:
+            # "Rename the Guide section to How-to": the name is the word before the noun
+            named = re.search(rf"(\S+)\s+{re.escape(old)}\b", item.text, re.IGNORECASE)
+            if named is None or named.group(1).lower() in ("the", "a", "this", "rename"):
+                return None
+            old = clean(named.group(1).strip("`'\""))
         text = f"`{old}` was renamed to `{new}` (on {at.date().isoformat()})."
         return Fact(slot=f"rename:{old}", kind="rename", text=text, at=at,
                     subject=item.subject, session=analysis.session_id,
                     sources=[analysis.session_id], first=at.date(), replaces=old, choice=new)
+    if kind == "decision" and (not item.chosen or (item.replaces or "").lower() ==
+                               item.chosen.lower()):
+        # "we no longer use X." says what goes; the sentence after it says what comes instead
+        following = _sentence_after(item.text, analysis)
+        if following:
+            text = sentence(f"{text.rstrip('.')}; {following}", anchor)
     fields = subject_fields(item.subject, text)
     if fields["choice"] is None and kind == "decision" and item.chosen:
         fields["choice"] = clean(item.chosen).strip("`'\".,;:").lower() or None
@@ -85,19 +107,52 @@ def working_form(command: str) -> str:
     return main.strip()
 
 
+def project_form(command: str) -> str | None:
+    """The command as memory keeps it: a chain only when every step is a project command
+    (``ruff check . && mypy billing``), else its main command; ``None`` for one-off changes."""
+    steps = [working_form(step) for step in re.split(r"\s*(?:&&|;)\s*", command) if step.strip()]
+    steps = [step for step in steps if step and not re.match(r"^cd\s", step)]
+    if not steps or "||" in command:
+        return None
+    if any(_ONE_OFF.match(step) for step in steps):
+        return None
+    if len(steps) > 1 and all(analyse_command(step).is_project for step in steps):
+        return " && ".join(steps)
+    main = working_form(command)
+    return None if "&&" in main or ";" in main or _ONE_OFF.match(main) else main
+
+
+def _sentence_after(said: str, analysis: SessionAnalysis) -> str:
+    """The sentence that follows ``said`` in the user's request, if it is a statement."""
+    for request in analysis.requests:
+        at = request.text.find(said)
+        if at < 0:
+            continue
+        match = _NEXT_SENTENCE.match(request.text[at + len(said):])
+        if match and "?" not in match.group(1):
+            return match.group(1).strip()
+    return ""
+
+
 def _command_fact(command: ProjectCommand, analysis: SessionAnalysis,
                   anchor: datetime) -> Fact | None:
     if command.category not in PROJECT_CATEGORIES or not command.working:
         return None
-    form = working_form(command.working)
-    if "&&" in form or "||" in form or ";" in form or _ONE_OFF.match(form):
-        return None  # a one-off dependency change or a chain of steps, not a project command
+    form = project_form(command.working)
+    if form is None:
+        return None  # a one-off dependency change or a chain with other steps in it
     category = str(command.category)
     label = COMMAND_LABELS.get(category, humanise(category))
     at = command.evidence.timestamp or anchor
     return Fact(slot=command_slot(category, form), kind="command", text=code(form), at=at,
                 label=label, session=analysis.session_id, sources=[analysis.session_id],
                 first=at.date())
+
+
+def _is_doc(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1].lower()
+    return name.endswith((".md", ".rst", ".txt", ".adoc")) or name.startswith(
+        ("changelog", "readme", "license", "authors"))
 
 
 def _installed_between(error: ErrorFix, analysis: SessionAnalysis) -> str:
@@ -127,6 +182,9 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
     if len(message) > 120:
         message = message[:119].rsplit(" ", 1)[0] + "…"
     text = f"{code(check)} failed with {message.replace('`', chr(39))}"
+    if error.status == "fixed" and error.fix is not None and _is_doc(error.fix.path) and \
+            error.category in ("test", "typecheck", "lint", "build"):
+        return None  # a CHANGELOG edit does not make a test pass: the credit is unreliable
     if error.status == "fixed" and error.fix is not None:
         change = f"`{clean(error.fix.path)}`"
         essence = clean(error.fix.essence) if error.fix.essence else ""
@@ -182,12 +240,30 @@ def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> 
     stated.sort(key=lambda pair: pair[0])
     facts = [fact for _, fact in stated]
     _formerly_in_session(analysis, facts, when)
+    facts.extend(_correction_facts(analysis, when))
     for command in analysis.commands:
         if fact := _command_fact(command, analysis, when):
             facts.append(fact)
     for error in analysis.errors:
         if fact := _fix_fact(error, analysis, when):
             facts.append(fact)
+    return facts
+
+
+def _correction_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:
+    """What the user corrected the agent with, when it names a concrete value ("actually no —
+    make it Python 3.12, that's what CI uses"): the value is how things are here."""
+    facts: list[Fact] = []
+    for correction in analysis.corrections:
+        text = sentence(correction.text, when)
+        if not text or "?" in text or not _CONCRETE.search(text):
+            continue
+        at = correction.evidence.timestamp or when
+        subject = subject_of(text)
+        fields = subject_fields(subject, text)
+        facts.append(Fact(slot=f"s:{subject}:{slug(text)[:48]}", kind="decision", text=text,
+                          at=at, session=analysis.session_id, sources=[analysis.session_id],
+                          first=at.date(), **fields))  # type: ignore[arg-type]
     return facts
 
 

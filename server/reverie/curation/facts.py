@@ -105,15 +105,56 @@ def same_claim(old: Fact, new: Fact) -> bool:
     return len(a & b) / len(a | b) >= 0.6
 
 
+_DROPPING = re.compile(
+    r"\b(?:no longer use|no longer|drop(?:ping)?|stop using|instead of|not|never|replace|"
+    r"rather than|away from|move off)\s+(?:the\s+|using\s+)?`([^`]+)`", re.IGNORECASE)
+
+
+def dropped(fact: Fact) -> set[str]:
+    """What a decision says is no longer used: its ``replaces`` and the code it drops."""
+    terms = {m.group(1).strip().lower() for m in _DROPPING.finditer(fact.text)}
+    replaces = (fact.replaces or "").lower()
+    if replaces and not any(t.startswith(replaces + " ") for t in terms):
+        terms.add(replaces)  # unless it is only the first word of a dropped command
+    return {t for t in terms if len(t) > 2}
+
+
+def _names(term: str, text: str) -> bool:
+    """``text`` names ``term`` as a word (not as part of ``mkdocs.yml`` or ``npm-run``)."""
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-]|\.\w)", text) is not None
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in words(text) if len(w) > 3 and " " not in w}
+
+
+def drops_claim(new: Fact, old: Fact) -> bool:
+    """``new`` (a decision) drops what ``old`` states is used, whatever their subjects."""
+    if new.kind != "decision" or old.kind not in ("rule", "decision", "note"):
+        return False
+    text = old.text.lower()
+    for term in dropped(new):
+        at = text.find(term)
+        if at < 0 or not _names(term, text):
+            continue
+        before = text[max(0, at - 24):at]
+        if _NEGATION.search(before):
+            continue  # old already said not to use it
+        if " " in term or "`" + term in text or _stems(new.text) & _stems(old.text):
+            return True
+    return False
+
+
 def supersedes(new: Fact, old: Fact) -> bool:
     """``new`` (a different claim on the same subject) makes ``old`` no longer true."""
     if new.replaces and old.choice and new.replaces.lower() == old.choice.lower() and \
             new.choice != old.choice:
         return True
+    if drops_claim(new, old):
+        return True
     if not new.subject or new.subject != old.subject:
         return False
-    if new.replaces and re.search(rf"(?<![\w-]){re.escape(new.replaces.lower())}(?![\w-])",
-                                  old.text.lower()):
+    if new.replaces and any(_names(term, old.text.lower()) for term in dropped(new)):
         return True
     if new.exclusive and new.choice and old.choice and new.choice != old.choice:
         return True
@@ -175,6 +216,9 @@ class FactBook:
             # "drop SWR, move to TanStack" replaces "let's use SWR" whatever its subject
             peers += [p for p in self.chose(fact.replaces) if p not in peers
                       and p.kind in ("decision", "rule") and p.choice != fact.choice]
+        if fact.kind == "decision" and dropped(fact):
+            peers += [p for p in self.facts.values() if p not in peers and p.at <= fact.at
+                      and drops_claim(fact, p)]
         twin = next((p for p in peers if same_claim(p, fact)), None)
         if twin is not None:
             self._recur(twin, fact)

@@ -356,6 +356,8 @@ class Curated:
     entries: dict[str, IndexEntry] = field(default_factory=dict)
     facts_added: int = 0
     facts_replaced: int = 0
+    #: topic files Reverie wrote whose every fact was replaced (nothing of a person's in them)
+    removed: list[str] = field(default_factory=list)
 
 
 def _target(fact: Fact) -> str:
@@ -410,9 +412,15 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
     grouped: dict[str, list[Fact]] = {}
     for fact in book:
         grouped.setdefault(_target(fact), []).append(fact)
+    for name, doc in docs.items():
+        if doc.items and name not in grouped:
+            grouped[name] = []  # every fact it held was replaced by one in another topic
     result = Curated()
     for name, facts in grouped.items():
         current = docs.get(name)
+        if not facts and current is not None and current.only_ours:
+            result.removed.append(name)
+            continue
         spec = area(name.removesuffix(".md")) if "/" not in name else None
         body = "\n".join(assemble(current, spec, facts)).strip("\n")
         old_body = "\n".join(current.lines).strip("\n") if current else None

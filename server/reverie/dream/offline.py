@@ -214,6 +214,10 @@ def _finish(memory_dir: Path, gatherer: _Gatherer, extra: str,
 
 def write_topics(memory_dir: Path, curated: Curated, broken: set[str]) -> list[str]:
     touched: list[str] = []
+    for name in curated.removed:
+        if name not in broken:
+            (memory_dir / name).unlink(missing_ok=True)
+            touched.append(name)
     for name, (meta, body) in curated.topics.items():
         if name in broken:
             logger.warning("not updating %s: its front matter is broken", name)
@@ -232,13 +236,18 @@ def _update_index(memory_dir: Path, curated: Curated, touched: Sequence[str]) ->
     text = path.read_text("utf-8", errors="replace") if path.is_file() else ""
     parsed = parse_index(text)
     wanted = {name: curated.entries[name] for name in touched if name in curated.entries}
-    if not wanted:
+    removed = {name for name in curated.removed if name in touched}
+    if not wanted and not removed:
         return False
     lines = list(parsed.lines)
     listed: set[str] = set()
+    gone: set[int] = set()
     for entry in parsed.entries:
         name = entry.target_path
         listed.add(name)
+        if name in removed:
+            gone.add(entry.line)
+            continue
         new = wanted.get(name)
         if new is not None and area(name.removesuffix(".md")) is not None:
             fresh = IndexEntry(title=entry.title, target=entry.target, hook=new.hook)
@@ -246,6 +255,10 @@ def _update_index(memory_dir: Path, curated: Curated, touched: Sequence[str]) ->
                 fresh = new
             lines[entry.line] = fresh.render()
     missing = [entry for name, entry in wanted.items() if name not in listed]
+    if gone:
+        kept = [line for n, line in enumerate(lines) if n not in gone]
+        parsed = parse_index("\n".join(kept))
+        lines = parsed.lines
     if not text.strip():
         new_text = render_index(missing)
     else:

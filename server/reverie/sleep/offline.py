@@ -177,6 +177,8 @@ def consolidate_facts(
             type=_entry_type(meta.type), content=_fit(body) or (meta.name or key),
             recorded=today,
         )
+    for name in curated.removed:
+        entries.pop(normalise_key(name.removesuffix(".md")), None)
     merged = list(entries.values())
     if len(merged) > max_entries:
         order = sorted(range(len(merged)), key=lambda i: (merged[i].recorded, i), reverse=True)
