@@ -78,7 +78,7 @@ def _statement_fact(kind: FactKind, item: Rule | Decision, analysis: SessionAnal
     if kind == "decision" and (not item.chosen or (item.replaces or "").lower() ==
                                item.chosen.lower()):
         # "we no longer use X." says what goes; the sentence after it says what comes instead
-        following = _sentence_after(item.text, analysis)
+        following = _sentence_after(item, analysis)
         if following:
             text = sentence(f"{text.rstrip('.')}; {following}", anchor)
     fields = subject_fields(item.subject, text)
@@ -122,13 +122,18 @@ def project_form(command: str) -> str | None:
     return None if "&&" in main or ";" in main or _ONE_OFF.match(main) else main
 
 
-def _sentence_after(said: str, analysis: SessionAnalysis) -> str:
-    """The sentence that follows ``said`` in the user's request, if it is a statement."""
+def _sentence_after(item: Rule | Decision, analysis: SessionAnalysis) -> str:
+    """The sentence that follows ``item`` in the user's message, if it is a statement (the
+    request may hold the message with the decision taken out, or whole)."""
     for request in analysis.requests:
-        at = request.text.find(said)
-        if at < 0:
+        at = request.text.find(item.text)
+        if at >= 0:
+            rest = request.text[at + len(item.text):]
+        elif request.evidence.message_id == item.evidence.message_id:
+            rest = request.text
+        else:
             continue
-        match = _NEXT_SENTENCE.match(request.text[at + len(said):])
+        match = _NEXT_SENTENCE.match(rest)
         if match and "?" not in match.group(1):
             return match.group(1).strip()
     return ""

@@ -128,6 +128,15 @@ def _stems(text: str) -> set[str]:
     return {w[:5] for w in words(text) if len(w) > 3 and " " not in w}
 
 
+def _proper(term: str, text: str) -> bool:
+    """``term`` is a name, not a common word, where ``text`` says it (``SWR``, ``Postgres``)."""
+    found = re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, re.IGNORECASE)
+    if found is None:
+        return False
+    said = found.group(0)
+    return said != said.lower() or any(ch.isdigit() or ch in "._/@" for ch in said)
+
+
 def drops_claim(new: Fact, old: Fact) -> bool:
     """``new`` (a decision) drops what ``old`` states is used, whatever their subjects."""
     if new.kind != "decision" or old.kind not in ("rule", "decision", "note"):
@@ -140,7 +149,8 @@ def drops_claim(new: Fact, old: Fact) -> bool:
         before = text[max(0, at - 24):at]
         if _NEGATION.search(before):
             continue  # old already said not to use it
-        if " " in term or "`" + term in text or _stems(new.text) & _stems(old.text):
+        if " " in term or "`" + term in text or _stems(new.text) & _stems(old.text) or \
+                _proper(term, new.text):
             return True
     return False
 
@@ -254,12 +264,14 @@ class FactBook:
 
     def _replace(self, olds: list[Fact], fact: Fact) -> None:
         """``fact`` replaces ``olds``: they survive only as its ``formerly``."""
-        latest = max(olds, key=lambda f: f.at)
+        # a person's line is replaced where it stands; else the fact stays in its topic
+        people = [f for f in olds if f.user]
+        latest = people[0] if people else max(olds, key=lambda f: f.at)
         if fact.kind != "command" or any(f.user for f in olds):
             # a command's older form is not worth a line; a person's text always is
             fact.formerly = "; ".join(_statement(f) for f in olds)
             fact.replaced_on = fact.day
-        fact.topic = fact.topic or latest.topic
+        fact.topic = latest.topic or fact.topic
         fact.first = fact.first or fact.day
         for old in olds:
             self.remove(old.slot)

@@ -29,7 +29,7 @@ AREAS: tuple[TopicSpec, ...] = (
     TopicSpec("database-and-migrations", "Database and migrations", words=(
         "database", "db", "migration", "migrations", "migrate", "schema", "sql", "sqlite",
         "postgres", "postgresql", "mysql", "mongodb", "redis", "prisma", "alembic", "orm",
-        "drizzle", "knex", "sequelize", "typeorm", "table", "tables", "query", "queries")),
+        "drizzle", "knex", "sequelize", "typeorm")),
     TopicSpec("deployment-and-environments", "Deployment and environments", words=(
         "deploy", "deployment", "release", "docker", "dockerfile", "kubernetes", "k8s", "helm",
         "staging", "production", "prod", "ci", "pipeline", "github-actions", "terraform",

@@ -131,7 +131,6 @@ def _anchor(analysis: SessionAnalysis | None, fallback: datetime) -> datetime:
 def consolidate_sources(
     memory_dir: Path,
     sessions: Sequence[SessionSource],
-    *,
     extra: str = "",
     log_entries: Sequence[LogEntry] = (),
     today: date | None = None,

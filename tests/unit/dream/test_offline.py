@@ -74,8 +74,8 @@ def test_facts_are_plain_statements_in_topics_by_subject(tmp_path: Path) -> None
     assert "- **Build:** `pnpm build`" in scripts
     # the error with the change that fixed it and the run that proved it
     testing = (tmp_path / "testing.md").read_text()
-    assert ("`pnpm test` failed with Error: expected 2 got 3; fixed by changing `src/app.ts`"
-            in testing) and "verified by `pnpm test`" in testing
+    assert "- `pnpm test` failed with " in testing
+    assert "; fixed by changing `src/app.ts` (`a` → `b`); verified by `pnpm test`." in testing
     # no log: exploration, the one-off request and quoted chat stay out
     text = _memory(tmp_path)
     assert "ls -la" not in text and "find ." not in text

@@ -21,4 +21,4 @@ async def test_codex_copy_is_refreshed_after_rem(workspace) -> None:
     memory = ProjectPaths(settings, workspace.root).memory_dir
     copy = agents_md.read_text()
     assert "(no memory consolidated yet)" not in copy
-    assert f"]({memory / 'command-npm-run-build.md'})" in copy
+    assert f"]({memory / 'package-manager-and-scripts.md'})" in copy
