@@ -267,6 +267,9 @@ class JobFigures:
     tokens_in: int
     tokens_out: int
     outcome: str
+    #: the server's own rates while it worked (prompt processing, generation)
+    prompt_tokens_per_second: float = 0.0
+    generation_tokens_per_second: float = 0.0
     detail: str = ""
     exit_code: int = 0
     verified: list[str] = field(default_factory=list)
@@ -276,28 +279,32 @@ class JobFigures:
         return self.tokens_out / self.seconds if self.seconds > 0 else 0.0
 
 
-def _metrics(server: LlamaServer) -> tuple[int, int]:
-    """(prompt tokens, generated tokens) the server has processed so far (``/metrics``)."""
+def _metrics(server: LlamaServer) -> tuple[float, float, float, float]:
+    """(prompt tokens, generated tokens, prompt seconds, generation seconds) the server has
+    counted so far (``/metrics``; a request cancelled mid-way may not be counted)."""
     try:
         with urllib.request.urlopen(f"{server.direct}/metrics", timeout=5) as response:
             text = response.read().decode()
     except OSError:
-        return 0, 0
+        return 0, 0, 0, 0
 
-    def value(name: str) -> int:
+    def value(name: str) -> float:
         match = re.search(rf"^llamacpp:{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.M)
-        return int(float(match.group(1))) if match else 0
+        return float(match.group(1)) if match else 0.0
 
-    return value("prompt_tokens_total"), value("tokens_predicted_total")
+    return (value("prompt_tokens_total"), value("tokens_predicted_total"),
+            value("prompt_seconds_total"), value("tokens_predicted_seconds_total"))
 
 
 def snapshot(root: Path) -> dict[str, str]:
+    """What a job must not change unless it applied something: every memory file and every
+    notes file (not the journals, states and logs a run writes whatever the model does)."""
     if not root.exists():
         return {}
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*"))
-            if p.is_file() and ".reverie" not in p.parts and not p.name.endswith(
-                (".state.json", ".log")) and "llm-capabilities" not in p.name}
+            if p.is_file() and ".reverie" not in p.parts
+            and ("memory" in p.relative_to(root).parts or p.name == "session_memory.md")}
 
 
 def _outcome(job: str, code: int, body: dict[str, Any] | None, stderr: str) -> tuple[str, str]:
@@ -323,11 +330,14 @@ def _outcome(job: str, code: int, body: dict[str, Any] | None, stderr: str) -> t
             return "wrote nothing", "the model changed no file"
         kind = "rejected by validation" if "rejected" in last or "invalid" in last else "skipped"
         return kind, last[-300:]
+    summaries = (f"{body.get('summaries_ok', 0)} summarised, "
+                 f"{body.get('summaries_failed', 0)} failed; ")
     if body.get("run_id"):
-        return "wrote", f"run {body['run_id']}"
+        return "wrote", summaries + f"run {body['run_id']}"
     reason = str(body.get("rem_error") or body.get("skipped_reason") or "nothing to change")
-    kind = "rejected by validation" if "invalid" in reason or "schema" in reason else "skipped"
-    return kind, reason[-300:]
+    kind = ("rejected by validation" if "invalid" in reason or "schema" in reason
+            or "JSON" in reason else "skipped")
+    return kind, (summaries + reason)[-300:]
 
 
 def _verify(workspace_data: Path, before: dict[str, str], outcome: str) -> list[str]:
@@ -343,8 +353,12 @@ def _verify(workspace_data: Path, before: dict[str, str], outcome: str) -> list[
     for memory in workspace_data.rglob("memory"):
         if memory.is_dir() and (memory / "MEMORY.md").exists():
             problems.extend(str(p) for p in check_index(memory))
-    if outcome != "wrote" and snapshot(workspace_data) != before:
-        problems.append("files changed although nothing was applied")
+    if outcome != "wrote":
+        after = snapshot(workspace_data)
+        changed = [name for name, digest in before.items() if after.get(name) != digest]
+        added = [name for name in after if name not in before and "memory" in Path(name).parts]
+        if changed or added:
+            problems.append(f"files changed although nothing was applied: {changed + added}")
     return problems
 
 
@@ -366,10 +380,13 @@ def run_job(job: str, server: LlamaServer, env: dict[str, str], workspace: Path,
     except json.JSONDecodeError:
         body = None
     outcome, detail = _outcome(job, done.returncode, body, done.stderr)
+    delta = [a - b for a, b in zip(after_tokens, tokens, strict=True)]
     figures = JobFigures(
         job=job, seconds=round(seconds, 1), requests=server.requests_so_far() - requests,
-        tokens_in=after_tokens[0] - tokens[0], tokens_out=after_tokens[1] - tokens[1],
-        outcome=outcome, detail=detail, exit_code=done.returncode)
+        tokens_in=int(delta[0]), tokens_out=int(delta[1]), outcome=outcome, detail=detail,
+        exit_code=done.returncode,
+        prompt_tokens_per_second=round(delta[0] / delta[2], 1) if delta[2] else 0.0,
+        generation_tokens_per_second=round(delta[1] / delta[3], 1) if delta[3] else 0.0)
     figures.verified = _verify(data, before, outcome)
     return figures
 
@@ -428,13 +445,14 @@ def report(result: dict[str, Any]) -> str:
              + (" (--ignore-eos)" if result["ignore_eos"] else "")
              + f", job budget {result['budget_seconds']:g} s",
              f"{'job':<6} {'wall s':>7} {'requests':>8} {'tok in':>7} {'tok out':>7} "
-             f"{'tok/s':>6}  outcome"]
+             f"{'tok/s':>6} {'srv in/s':>8} {'srv out/s':>9}  outcome"]
     for job in result["jobs"]:
         check = "memory valid" if not job["verified"] else "PROBLEMS: " + "; ".join(
             job["verified"])
         lines.append(f"{job['job']:<6} {job['seconds']:>7.1f} {job['requests']:>8} "
                      f"{job['tokens_in']:>7} {job['tokens_out']:>7} "
-                     f"{job['tokens_per_second']:>6.1f}  {job['outcome']}"
+                     f"{job['tokens_per_second']:>6.1f} {job['prompt_tokens_per_second']:>8.1f} "
+                     f"{job['generation_tokens_per_second']:>9.1f}  {job['outcome']}"
                      f"{' (' + job['detail'][:120] + ')' if job['detail'] else ''}; {check}")
     if result.get("learned"):
         lines.append(f"learned about the endpoint: {json.dumps(result['learned'])}")

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from reverie.events import EventType
+from reverie.llm.probe import ProbeResult
 
 # --- names -------------------------------------------------------------------------------------
 
@@ -278,21 +279,9 @@ class CancelJobResult(Wire):
     message: str
 
 
-class ModelTestResult(Wire):
-    """``reverie.server.testModel``: one small request to the configured model."""
-
-    ok: bool
-    provider: str
-    model: str
-    base_url: str | None = None
-    model_reported: str = ""
-    latency_ms: int = 0
-    streaming: bool | None = None
-    tools: bool | None = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    message: str = ""
-    error: str | None = None
+class ModelTestResult(Wire, ProbeResult):
+    """``reverie.server.testModel``: one small request to the configured model (the fields of
+    ``reverie.llm.probe.ProbeResult``, camelCase on the wire)."""
 
 
 # --- notifications -----------------------------------------------------------------------------
