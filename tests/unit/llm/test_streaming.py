@@ -176,3 +176,23 @@ async def test_no_tools_refusal_is_typed_and_remembered(
     assert len(server.model_requests()) == 1  # not retried
     server.enqueue(Step.reply("fine without tools"))
     assert (await client.complete(_user())).text == "fine without tools"
+
+
+async def test_the_tool_loop_reports_tokens_while_a_long_reply_streams(
+    server: FakeLLMServer, make_client: ClientFactory, tmp_path: Path
+) -> None:
+    from reverie.events import EventRecorder
+    from reverie.tools.gate import PathGate
+    from reverie.tools.loop import run_tool_loop
+
+    server.enqueue(Step.reply("token " * 300, chunk_delay=0.01))  # about 2.5 s of streaming
+    events = EventRecorder()
+    result = await run_tool_loop(
+        make_client(), system="s", messages=_user(), gate=PathGate([tmp_path]),
+        tools=["read_file"], max_turns=2, events=events, job="dream")
+    assert result.stop_reason == "end_turn"
+    generating = [e for e in events.of_type("progress") if e.payload.get("phase") == "generating"]
+    assert generating, "no progress while the reply streamed"
+    counts = [e.payload["tokens_generated"] for e in generating]
+    assert counts == sorted(counts) and counts[0] > 0
+    assert "tokens so far" in generating[0].message
