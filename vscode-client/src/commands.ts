@@ -16,6 +16,7 @@ import {
   type JobStarted,
   type LockStatus,
   type ModelTestResult,
+  type ProvidersResult,
   type SessionNotesResult,
 } from './protocol';
 import { formatWhen } from './statusBar';
@@ -279,6 +280,30 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     }),
     register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
     register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
+    register(Commands.chooseProvider, 'Choose Model Provider', async () => {
+      const { current, providers } = await server.execute<ProvidersResult>(ServerCommands.providers, workspaceArg());
+      const picked = await vscode.window.showQuickPick(
+        providers.map((p) => ({
+          label: `${p.id === current ? '$(check) ' : ''}${p.label}`,
+          description: p.available ? p.path ?? p.id : 'not found',
+          detail: p.detail,
+          provider: p,
+        })),
+        { title: 'Reverie: model provider', placeHolder: `Now: ${current}. The coding-agent CLIs use your own login; their runs count against your plan.`, matchOnDetail: true });
+      if (!picked || picked.provider.id === current) {
+        return;
+      }
+      if (!picked.provider.available) {
+        void vscode.window.showWarningMessage(`Reverie: ${picked.provider.detail}`);
+        return;
+      }
+      await vscode.workspace.getConfiguration('reverie').update('provider', picked.provider.id, vscode.ConfigurationTarget.Global);
+      if (picked.provider.id.endsWith('-cli')) {
+        void vscode.window.showInformationMessage(
+          `Reverie now uses ${picked.provider.label}. Every notes update, dream and sleep cycle counts against your plan.`,
+          'Test Model Connection').then((choice) => choice && vscode.commands.executeCommand(Commands.testModelConnection));
+      }
+    }),
     register(Commands.testModelConnection, 'Test Model Connection', async () => {
       const result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'Reverie: testing the model connection…' },

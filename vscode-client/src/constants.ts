@@ -27,6 +27,7 @@ export const Commands = {
   connectAgent: 'reverie.connectAgent',
   disconnectAgent: 'reverie.disconnectAgent',
   testModelConnection: 'reverie.testModelConnection',
+  chooseProvider: 'reverie.chooseProvider',
 } as const;
 
 /** `workspace/executeCommand` ids the server registers (server/reverie/lsp/protocol.py). */
@@ -45,6 +46,7 @@ export const ServerCommands = {
   disconnectAgent: 'reverie.server.disconnectAgent',
   connections: 'reverie.server.connections',
   testModel: 'reverie.server.testModel',
+  providers: 'reverie.server.providers',
 } as const;
 
 /** Custom notifications from the server. */

@@ -94,6 +94,21 @@ export type HistoryRun = Record<string, unknown>;
 /** `reverie lock --json` / `reverie/lockChanged` (snake or camel case). */
 export type LockStatus = Record<string, unknown>;
 
+/** One entry of `reverie.server.providers`. */
+export interface ProviderInfo {
+  id: string;
+  label: string;
+  available: boolean;
+  detail: string;
+  path: string | null;
+}
+
+/** `reverie.server.providers`: what the provider picker offers (CLIs found on this machine). */
+export interface ProvidersResult {
+  current: string;
+  providers: ProviderInfo[];
+}
+
 /** `reverie.server.testModel`: one small request to the configured model. */
 export interface ModelTestResult {
   ok: boolean;

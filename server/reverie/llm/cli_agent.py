@@ -112,6 +112,45 @@ SPECS: dict[str, CliSpec] = {
 }
 
 
+class ProviderChoice(BaseModel):
+    """One provider the editor's picker offers: whether it can run here, and what it costs."""
+
+    id: str
+    label: str
+    available: bool
+    detail: str
+    path: str | None = None
+
+
+def provider_choices(configured_cli: str | None, api_key_set: bool,
+                     base_url: str | None) -> list[ProviderChoice]:
+    """Every provider, the CLIs found on PATH (or ``configured_cli``) marked available.
+    Blocking (``which`` per CLI): call via a thread."""
+    key = "an API key is set" if api_key_set else "needs an API key (Reverie: Set API Key)"
+    choices = [
+        ProviderChoice(id="offline", label="Offline engine", available=True,
+                       detail="Built in, deterministic, no model and no key."),
+        ProviderChoice(id="openai", label="OpenAI-compatible", available=True,
+                       detail=f"OpenAI, or a local server via reverie.baseUrl "
+                              f"({base_url or 'not set'}); {key} for OpenAI itself."),
+        ProviderChoice(id="anthropic", label="Anthropic", available=True,
+                       detail=f"Messages API; {key}."),
+    ]
+    plans = {"claude-code-cli": "your Claude plan", "codex-cli": "your ChatGPT plan",
+             "gemini-cli": "your Gemini quota"}
+    for provider, spec in SPECS.items():
+        candidate = (configured_cli if configured_cli and Path(configured_cli).name.startswith(
+            spec.binary) else None) or spec.binary
+        found = shutil.which(candidate)
+        detail = (f"Uses your {spec.label} login, no API key; every run counts against "
+                  f"{plans[provider]}.")
+        if found is None:
+            detail = f"Not found on PATH (npm install -g {spec.package}). " + detail
+        choices.append(ProviderChoice(id=provider, label=f"{spec.label} CLI",
+                                      available=found is not None, detail=detail, path=found))
+    return choices
+
+
 def find_binary(spec: CliSpec, configured: str | None) -> str:
     """The CLI's executable: ``configured`` (a path or a name) or the name on PATH."""
     candidate = configured or spec.binary

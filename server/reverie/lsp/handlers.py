@@ -6,6 +6,7 @@ workspace tracker; they hold no state. ``create_server`` registers them on a fre
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable
@@ -34,6 +35,9 @@ from reverie.lsp.protocol import (
     ModelTestArgs,
     ModelTestResult,
     Notifications,
+    ProviderInfo,
+    ProvidersArgs,
+    ProvidersResult,
     SessionArgs,
     SleepArgs,
     StatusArgs,
@@ -285,6 +289,22 @@ async def test_model(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     return ModelTestResult.model_validate(found.model_dump()).wire()
 
 
+async def providers(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """The providers the editor's picker offers, with the coding-agent CLIs found here."""
+    from reverie.llm.cli_agent import provider_choices
+
+    parse_args(ProvidersArgs, args)
+    s = ls.settings
+    found = await asyncio.to_thread(provider_choices, s.cli_path,
+                                    s.api_key is not None or bool(os.environ.get(
+                                        "OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")),
+                                    s.base_url)
+    return ProvidersResult(
+        current=s.provider,
+        providers=[ProviderInfo.model_validate(c.model_dump()) for c in found],
+    ).wire()
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -300,6 +320,7 @@ COMMANDS = {
     Commands.DISCONNECT_AGENT: disconnect_agent,
     Commands.CONNECTIONS: connections,
     Commands.TEST_MODEL: test_model,
+    Commands.PROVIDERS: providers,
 }
 
 FEATURES: dict[str, Any] = {

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from reverie.events import EventType
+from reverie.llm.cli_agent import ProviderChoice
 from reverie.llm.probe import ProbeResult
 
 # --- names -------------------------------------------------------------------------------------
@@ -37,6 +38,7 @@ class Commands:
     DISCONNECT_AGENT = "reverie.server.disconnectAgent"
     CONNECTIONS = "reverie.server.connections"
     TEST_MODEL = "reverie.server.testModel"
+    PROVIDERS = "reverie.server.providers"
 
     ALL = (
         STATUS,
@@ -53,6 +55,7 @@ class Commands:
         DISCONNECT_AGENT,
         CONNECTIONS,
         TEST_MODEL,
+        PROVIDERS,
     )
 
 
@@ -170,6 +173,10 @@ class ModelTestArgs(Args):
     pass
 
 
+class ProvidersArgs(Args):
+    pass
+
+
 # --- command results ---------------------------------------------------------------------------
 
 
@@ -277,6 +284,17 @@ class CancelJobResult(Wire):
     job_id: str
     cancelled: bool
     message: str
+
+
+class ProviderInfo(Wire, ProviderChoice):
+    """One provider in ``reverie.server.providers`` (``reverie.llm.cli_agent.ProviderChoice``)."""
+
+
+class ProvidersResult(Wire):
+    """``reverie.server.providers``: what the editor's provider picker offers."""
+
+    current: str
+    providers: list[ProviderInfo]
 
 
 class ModelTestResult(Wire, ProbeResult):

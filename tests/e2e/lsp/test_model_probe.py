@@ -52,3 +52,46 @@ async def test_unreachable_endpoint_is_reported_not_raised(start_server) -> None
     result = await s.command("reverie.server.testModel")
     assert result["ok"] is False and "Could not reach" in result["error"]
     await s.close()
+
+
+async def test_provider_picker_lists_the_clis_found_here(start_server, tmp_path) -> None:
+    import os
+
+    from reverie.testing.fake_agent_cli import install_fake_clis
+
+    bin_dir = tmp_path / "bin"
+    install_fake_clis(bin_dir)
+    (bin_dir / "gemini").unlink()  # only two of the three are installed
+    s = await start_server(env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                                "FAKE_CLI_MODE": "ok"},
+                           init_options={"sessionMemoryEnabled": False, "dreamEnabled": False,
+                                         "sleepEnabled": False})
+    result = await s.command("reverie.server.providers")
+    assert result["current"] == "offline"
+    by_id = {p["id"]: p for p in result["providers"]}
+    assert list(by_id) == ["offline", "openai", "anthropic", "claude-code-cli", "codex-cli",
+                           "gemini-cli"]
+    assert by_id["claude-code-cli"]["available"] and by_id["codex-cli"]["available"]
+    assert by_id["claude-code-cli"]["path"] == str(bin_dir / "claude")
+    assert "counts against your Claude plan" in by_id["claude-code-cli"]["detail"]
+    if not by_id["gemini-cli"]["available"]:  # unless a real gemini is installed here
+        assert "Not found on PATH" in by_id["gemini-cli"]["detail"]
+    await s.close()
+
+
+async def test_connection_test_through_a_cli_provider(start_server, tmp_path) -> None:
+    import os
+
+    from reverie.testing.fake_agent_cli import install_fake_clis
+
+    bin_dir = tmp_path / "bin"
+    install_fake_clis(bin_dir)
+    s = await start_server(env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+                           init_options={"provider": "claude-code-cli",
+                                         "sessionMemoryEnabled": False, "dreamEnabled": False,
+                                         "sleepEnabled": False})
+    result = await s.command("reverie.server.testModel")
+    assert result["ok"] is True, result
+    assert result["tools"] is False and result["streaming"] is False
+    assert result["modelReported"] == "claude-sonnet-fake"
+    await s.close()
