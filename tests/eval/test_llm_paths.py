@@ -22,7 +22,7 @@ from eval_llm import LlmResult, pooled, run_llm_all
 # Measured on main on 2026-12-01 (before issue 12's prompt work); share of *facts* found.
 LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
     "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 8),
-    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 4, 8),
+    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 0, 8),  # REM lines cut to 150 (fit_entry)
 }
 #: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)

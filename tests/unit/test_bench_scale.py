@@ -54,9 +54,7 @@ def _series(scale: ModuleType, root: Path, job: str) -> tuple[float, float, str]
 
 #: jobs whose linear rewrite has not landed yet (issue 20.2 dream): measured, and
 #: reported as expected failures until then; remove the mark when it lands
-PENDING = {
-    "dream": "issue 20.2: the offline dream still holds every transcript of the history",
-}
+PENDING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("job", [
