@@ -92,7 +92,7 @@ class Limits:
     pending_calls: int = 5_000
     #: changes remembered to credit a fix (the one before a pass is looked for among them)
     recent_changes: int = 32
-    command_cache: int = 2_048
+    command_cache: int = 8_192
 
 
 @dataclass(slots=True)
@@ -406,7 +406,7 @@ class SessionAnalyser:
             if info is None:
                 info = analyse_command(command[:2_000])
                 if len(self._command_cache) >= self.limits.command_cache:
-                    self._command_cache.clear()
+                    del self._command_cache[next(iter(self._command_cache))]  # oldest first
                 self._command_cache[command] = info
         symbols: list[str] = []
         essence: str | None = None

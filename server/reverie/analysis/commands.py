@@ -70,14 +70,13 @@ class CommandInfo:
         """This run checks at least what ``other`` checked (same key, same or broader scope)."""
         if (self.check_key or self.key) != (other.check_key or other.key):
             return False
-        if self.category not in _SCOPED:
+        if self.category not in _SCOPED or not self.scope or self.scope <= other.scope:
             return True
-        return all(
-            item in other.scope
-            or any(o.startswith(item.rstrip("/") + "/") or o.startswith(item + "::")
-                   for o in other.scope)
-            for item in self.scope
-        )
+        for item in self.scope - other.scope:  # a directory or file that contains other's
+            prefixes = (item.rstrip("/") + "/", item + "::")
+            if not any(narrower.startswith(prefixes) for narrower in other.scope):
+                return False
+        return True
 
 
 _EXPLORE = frozenset({
@@ -193,9 +192,15 @@ _ECOSYSTEMS: dict[str, str] = {
 }
 
 
+_SEPARATORS = re.compile(r"&&|\|\||;|\n")
+
+
 def _segments(text: str) -> list[str]:
     """``text`` split at ``&&``, ``||``, ``;`` and newlines outside quotes; each segment cut at
     its first unquoted pipe (what follows a pipe filters the command's output)."""
+    if "'" not in text and '"' not in text:  # nothing quoted: split without a char loop
+        parts = (part.split("|", 1)[0].strip() for part in _SEPARATORS.split(text))
+        return [part for part in parts if part]
     segments: list[str] = []
     current: list[str] = []
     quote = ""
@@ -228,6 +233,8 @@ def _segments(text: str) -> list[str]:
 
 
 def _tokens(segment: str) -> list[str]:
+    if not any(c in segment for c in "'\"\\"):
+        return segment.split()  # nothing to unquote: shlex's tokenizer is ~20x slower
     try:
         return shlex.split(segment, posix=True)
     except ValueError:

@@ -16,7 +16,7 @@ TAIL_CHARS = 1_500
 _EXIT_CODE = re.compile(r"(?:Process exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
 _ERROR_LINE = re.compile(
     r"(error|failed|failure|exception|traceback|not found|no such|denied|cannot|can't|fatal)",
-    re.IGNORECASE,
+    re.IGNORECASE | re.MULTILINE,
 )
 _WRAPPER_TAGS = re.compile(r"</?(?:tool_use_error|error)>")
 #: the agent misusing its own tools: never a project error (lower-case substrings: a substring
@@ -66,6 +66,10 @@ def result_failed(result: ToolResult) -> bool:
     return bool(match and match.group(1) != "0")
 
 
+_SLIP = re.compile("|".join(re.escape(n) for n in _SLIP_NEEDLES))
+_REJECTED = re.compile("|".join(re.escape(n) for n in _REJECTED_NEEDLES))
+
+
 def still_running(result: ToolResult) -> bool:
     """A first, partial result of a command that goes on running (Codex's PTY sessions)."""
     return (result.exit_code is None and not result.is_error
@@ -74,14 +78,12 @@ def still_running(result: ToolResult) -> bool:
 
 def is_slip(output: str) -> bool:
     """The failure is the agent's tool-protocol mistake (edit before read, bad parameters…)."""
-    head = output[:800].lower()
-    return any(needle in head for needle in _SLIP_NEEDLES)
+    return _SLIP.search(output[:800].lower()) is not None
 
 
 def is_rejection(output: str) -> bool:
     """The person declined the call."""
-    head = output[:400].lower()
-    return any(needle in head for needle in _REJECTED_NEEDLES)
+    return _REJECTED.search(output[:400].lower()) is not None
 
 
 def shorten(text: str, limit: int) -> str:
@@ -106,11 +108,15 @@ def error_summary(output: str, limit: int = 200) -> str:
              if ln.strip() and not _SEPARATOR.match(ln)]
     if not lines:
         return "(no output)"
-    index = next((i for i, ln in enumerate(lines) if _EXCEPTION_LINE.search(ln)), None)
-    if index is None:
-        index = next((i for i, ln in enumerate(lines) if _STRONG_ERROR.search(ln)), None)
-    if index is None:
-        index = next((i for i, ln in enumerate(lines) if _ERROR_LINE.search(ln)), 0)
+    text = "\n".join(lines)  # one scan per tier over the whole text, not one call per line
+    index = 0
+    for pattern in (_EXCEPTION_LINE, _STRONG_ERROR, _ERROR_LINE):
+        if pattern is _EXCEPTION_LINE and "Error: " not in text and "Exception: " not in text:
+            continue  # the literal every match contains is absent: skip the scan
+        match = pattern.search(text)
+        if match is not None:
+            index = text.count("\n", 0, match.start())
+            break
     chosen = lines[index]
     if chosen.endswith(":") and index + 1 < len(lines):
         chosen = f"{chosen} {lines[index + 1]}"  # "failed due to the following issue:" + why
@@ -120,10 +126,11 @@ def error_summary(output: str, limit: int = 200) -> str:
 _SEPARATOR = re.compile(r"^\s*[=_\-*~#⎯─━]{3,}[^\w]*(?:\w[\w ]{0,40})?[^\w]*[=_\-*~#⎯─━]{3,}\s*$"
                         r"|^\s*[=_\-*~#⎯─━]{3,}\s*$")
 #: "ModuleNotFoundError: No module named 'x'": the most specific line there is
-_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b: \S")
+_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b: \S", re.MULTILINE)
 _STRONG_ERROR = re.compile(
     r"^E\s+\S|^FAILED\s|^FAIL\s|\b[A-Z]\w*(?:Error|Exception)\b\s*:|^error(?:\[\w+\])?:|"
     r"^fatal:|npm ERR!|\berror TS\d+|^\s*(?:×|✗|✕)\s|Traceback|panicked at|^\s*●\s",
+    re.MULTILINE,
 )
 _PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
                          r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")

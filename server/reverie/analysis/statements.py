@@ -115,29 +115,25 @@ _RULE = re.compile(
     r"|^(?:and\s+|also\s*:?\s*|then\s+)?(?:run|use|check)\b.{0,120}\bbefore (?:you |every |each |"
     r"any )?(?:finish|commit|push|tell|say|claim|report|declare|mark|merg|open|call it|are done|"
     r"hand)",
-    re.IGNORECASE,
 )
 _NOTE = re.compile(
     r"^(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)\s*[:\-—!]"
     r"|\b(?:this|the|our)\s+(?:repo|repository|project|codebase|team|app|monorepo)\s+"
     r"(?:uses|use|is using|runs on|relies on|requires|needs|is on)\b"
     r"|\bwe (?:always )?(?:use|are using|'re using|deploy (?:to|with|on))\b",
-    re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
     r"\bi (?:prefer|like|want (?:you )?to always|'d rather|would rather|always want)\b"
     r"|\bprefer\s+\S+\s+(?:over|to)\b"
     r"|\buse\s+[\w.@/-]+\s*(?:,\s*)?(?:not|instead of|rather than|over)\s+[\w.@/-]+",
-    re.IGNORECASE,
 )
 _CORRECTION_START = re.compile(
     r"^\s*(?:no\b|nope\b|wrong\b|not like that\b|not that\b|that'?s (?:not|wrong)\b|"
     r"that is (?:not|wrong)\b|actually\b|you (?:should|shouldn'?t|forgot|missed|broke)\b|"
     r"stop\b|why did you\b|i said\b|i told you\b)",
-    re.IGNORECASE,
 )
 _CORRECTION_GENERAL = re.compile(
-    r"\b(?:use|prefer|always|never|don'?t|do not|stop)\b", re.IGNORECASE
+    r"\b(?:use|prefer|always|never|don'?t|do not|stop)\b"
 )
 _DECISION = re.compile(
     r"\bchange of plans?\b|\bdecision\s*:|\bwe(?:'ve| have)? decided\b|\bi(?:'ve| have)? decided\b"
@@ -148,7 +144,6 @@ _DECISION = re.compile(
     r"|\bdrop(?:ping)? (?:the )?[\w.@/-]+,? (?:and|we|in favou?r of)\b|\bin favou?r of\b"
     r"|\bno longer use\b|\breplace [\w.@/-]+ with\b|\binstead of [\w.@/-]+,? (?:we|use|go)\b"
     r"|^\s*(?:actually|no|wait)\b.{0,20}\bmake it\b",
-    re.IGNORECASE,
 )
 _RENAME = re.compile(
     r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?:\w+\s+)?[`'\"]?([\w./@:-]+)(?:\(\))?[`'\"]?"
@@ -174,14 +169,12 @@ _TASK_WORDS = re.compile(
     r"delete|migrate|debug|investigate|look|check|run|test|please|can you|could you|now|"
     r"let'?s|need|want|help|show|explain|find|move|switch|set|get|start|do|finish|install|"
     r"deploy|try)\b",
-    re.IGNORECASE,
 )
 _TASK_START = re.compile(
     r"^(?:please\s+|now\s*[:,]?\s*|then\s+|and\s+|also\s+)?(?:fix|add|implement|make|update|"
     r"create|write|build|change|refactor|rename|remove|delete|migrate|debug|investigate|look|"
     r"check|run|test|show|explain|find|move|switch|set|get|start|do|finish|install|deploy|try|"
     r"can you|could you|let'?s)\b",
-    re.IGNORECASE,
 )
 _AVOIDED = re.compile(
     r"\b(?:never|not|instead of|rather than|don'?t use|do not use|no)\s+(?:use\s+|the\s+)?"
@@ -202,6 +195,9 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[a-z][\w.+-]*")
 _MAX_SENTENCE = 300
+# The patterns without a capture group are matched case-sensitively against lower-cased text
+# (several times faster than IGNORECASE on long alternations): keep their literals lower-case.
+
 #: a word every statement pattern needs (a superset: a hit only means "look closer")
 _TRIGGER = re.compile(
     r"always|never|don'?t|do not|avoid|stop|no more|from now|going forward|in the future|"
@@ -211,7 +207,6 @@ _TRIGGER = re.compile(
     r"we |we'|prefer|like|rather|use|instead|over\b|^\s*(?:no|nope|wrong|not|that|actually|"
     r"you|why|i said|i told)\b|plan|decision|decided|let'?s|switch|mov(?:e|ing)|migrat|drop|"
     r"favou?r|longer|replace|renam|now (?:called|named)|before|make it",
-    re.IGNORECASE,
 )
 
 
@@ -299,17 +294,18 @@ def split_request(request: str) -> tuple[list[Statement], str]:
     """``request``'s statements, and the rest of it: the task (sentences that state nothing
     general), as one string."""
     out: list[Statement] = []
-    if not _TRIGGER.search(request[:4000]):
+    if not _TRIGGER.search(request[:4000].lower()):
         return out, request  # most requests state nothing general: one cheap scan decides
     sentences = _sentences(request)
     task: list[str] = []
     previous: Statement | None = None
     for position, sentence in enumerate(sentences):
         found = _statement(sentence, position)
-        goes_on = (found is None and previous is not None and not _TASK_WORDS.search(sentence)
+        low = sentence.lower()
+        goes_on = (found is None and previous is not None and not _TASK_WORDS.search(low)
                    and not sentence.endswith("?"))
         if previous is not None and previous.kind is StatementKind.CORRECTION \
-                and found is None and not _TASK_START.match(sentence):
+                and found is None and not _TASK_START.match(low):
             continue  # "No, use pnpm. npm just created a lockfile we don't want.": the why
         if goes_on and previous is not None and previous.kind in _RULE_LIKE:
             # "Money is integer cents. Decimal only at the API boundary." : the second
@@ -323,33 +319,61 @@ def split_request(request: str) -> tuple[list[Statement], str]:
     return out, " ".join(task)
 
 
+#: a literal each pattern's every match contains (a substring test is far cheaper than a
+#: pattern whose alternatives are tried at every position)
+_DECISION_KEYS = ("plan", "decision", "decided", "let", "we'll", "we will", "going to", "switch",
+                  "mov", "migrat", "drop", "favor", "favour", "longer", "replace", "instead",
+                  "make it")
+_RULE_KEYS = ("always", "never", "don", "do not", "avoid", "stop", "no more", "from now",
+              "forward", "future", "from here", "every time", "each time", "whenever", "please",
+              "make sure", "remember", "ever", "circumstances", "at all times", "must",
+              "should", "forbidden", "not allowed", "mandatory", "before")
+_NOTE_KEYS = ("note", "important", "fyi", "heads up", "reminder", "n.b", "nb", "rule",
+              "convention", "policy", "warning", "repo", "project", "codebase", "team", "app",
+              "we ")
+
+
+_KEY_PATTERNS: dict[tuple[str, ...], re.Pattern[str]] = {
+    keys: re.compile("|".join(re.escape(k) for k in keys))
+    for keys in (_DECISION_KEYS, _RULE_KEYS, _NOTE_KEYS)
+}
+
+
+def _may(low: str, keys: tuple[str, ...]) -> bool:
+    return _KEY_PATTERNS[keys].search(low) is not None
+
+
 def _statement(sentence: str, position: int) -> Statement | None:
-    if sentence.endswith("?") and not _NOTE.search(sentence):
+    low = sentence.lower()
+    if not _TRIGGER.search(low):
+        return None  # no word any statement needs: skip the patterns
+    if sentence.endswith("?") and not (_may(low, _NOTE_KEYS) and _NOTE.search(low)):
         return None  # a question is not an instruction
-    rename = _RENAME.search(sentence)
+    named = "renam" in low or "now called" in low or "now named" in low
+    rename = _RENAME.search(sentence) if named else None
     if rename is not None:
         old = rename.group(1) or rename.group(3)
         new = rename.group(2) or rename.group(4)
         return Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new)
-    if _DECISION.search(sentence):
+    if _may(low, _DECISION_KEYS) and _DECISION.search(low):
         replaced = _word_after(_REPLACED, sentence)
         chosen = _chosen(sentence)
         named = subject_of(sentence)
         subject = (named if named in _KNOWN else None) or _known_subject(chosen) \
             or _known_subject(replaced) or named
         return Statement(StatementKind.DECISION, sentence, subject, replaced, chosen)
-    if position == 0 and _CORRECTION_START.match(sentence):
-        if _CORRECTION_GENERAL.search(sentence):
+    if position == 0 and _CORRECTION_START.match(low):
+        if _CORRECTION_GENERAL.search(low):
             return Statement(StatementKind.CORRECTION, sentence, subject_of(sentence),
                              _word_after(_REPLACED, sentence), _chosen(sentence))
         return None
-    if _NOTE.search(sentence):
+    if _may(low, _NOTE_KEYS) and _NOTE.search(low):
         return Statement(StatementKind.NOTE, sentence, subject_of(sentence),
                          _word_after(_AVOIDED, sentence))
-    if _RULE.search(sentence):
+    if _may(low, _RULE_KEYS) and _RULE.search(low):
         return Statement(StatementKind.RULE, sentence, subject_of(sentence),
                          _word_after(_AVOIDED, sentence))
-    if _PREFERENCE.search(sentence):
+    if _PREFERENCE.search(low):
         return Statement(StatementKind.PREFERENCE, sentence, subject_of(sentence),
                          _word_after(_REPLACED, sentence), _chosen(sentence))
     return None
@@ -384,4 +408,4 @@ def plain_statement(text: str, capitalise: bool = True) -> str:
 
 def is_correction(request: str) -> bool:
     """The request pushes back on what the agent did ("no, …", "that's wrong", "I said …")."""
-    return bool(_CORRECTION_START.match(request[:400]))
+    return bool(_CORRECTION_START.match(request[:400].lower()))
