@@ -349,8 +349,8 @@ def _statement(sentence: str, position: int) -> Statement | None:
         return None  # no word any statement needs: skip the patterns
     if sentence.endswith("?") and not (_may(low, _NOTE_KEYS) and _NOTE.search(low)):
         return None  # a question is not an instruction
-    named = "renam" in low or "now called" in low or "now named" in low
-    rename = _RENAME.search(sentence) if named else None
+    renaming = "renam" in low or "now called" in low or "now named" in low
+    rename = _RENAME.search(sentence) if renaming else None
     if rename is not None:
         old = rename.group(1) or rename.group(3)
         new = rename.group(2) or rename.group(4)
