@@ -187,7 +187,12 @@ def connect(agent: str, workspace: Path, scope: str, settings: Settings,
     ledger.put(Connection(
         agent=name, workspace=str(ws), scope=scope_, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), connected_at=datetime.now(UTC),
-        files=[c.record for c in changes],
+        # a file of an earlier connect that the plan no longer names (Codex's active global
+        # file changed, say) stays recorded, so disconnect still cleans it
+        files=[c.record for c in changes] + [
+            r for r in (previous.files if previous else []) if r.path not in
+            {c.record.path for c in changes}
+        ],
     ))
     save_ledger(the_plan.memory_dir, ledger)
     return result
@@ -247,8 +252,8 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
             after, sep = set_yaml_read(text, edit.block_id, edit.read_path, edit.path.name)
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{edit.path}: {exc}") from None
-    if old is None or (sep and old.separator is None):
-        record.separator = sep if sep is not None else record.separator
+    if old is None or sep:  # a block added now (again): what goes with it is this separator
+        record.separator = sep
     return _Change(record, before, after)
 
 

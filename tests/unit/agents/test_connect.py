@@ -346,3 +346,16 @@ def test_claude_code_auto_memory_preset_needs_only_the_hooks(
     assert "reverie hook" in (ws / ".claude" / "settings.local.json").read_text()
     disconnect("claude-code", ws, settings)
     assert not (ws / ".claude").exists()
+
+
+def test_reconnect_after_the_user_deleted_the_block(ws: Path, home: Path,
+                                                    settings: Settings) -> None:
+    target = home / ".gemini" / "GEMINI.md"
+    target.parent.mkdir()
+    target.write_text("mine\n")
+    connect("gemini", ws, "personal", settings)
+    target.write_text("mine, edited")  # the block is gone, and so is the final newline
+    connect("gemini", ws, "personal", settings)
+    assert "reverie:begin gemini" in target.read_text()
+    disconnect("gemini", ws, settings)
+    assert target.read_text() == "mine, edited"
