@@ -18,6 +18,8 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from reverie.fsutil import ensure_private_dir as ensure_private_dir  # re-exported
+
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
 ]
@@ -252,15 +254,3 @@ class ProjectPaths:
             return claude_project_dir(projects, str(self.workspace)) / "memory"
         return self.root / "memory"
 
-
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 for the directories Reverie creates."""
-    missing: list[Path] = []
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):  # ``mkdir(parents=True)`` would ignore ``mode`` here
-        directory.mkdir(mode=0o700, exist_ok=True)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path

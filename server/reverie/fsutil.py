@@ -10,7 +10,8 @@ from pathlib import Path
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        ensure_private_dir(path.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -43,3 +44,16 @@ def fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 for the directories Reverie creates."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):  # ``mkdir(parents=True)`` would ignore ``mode`` here
+        directory.mkdir(mode=0o700, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

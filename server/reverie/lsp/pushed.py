@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from reverie.fsutil import atomic_write_bytes
+from reverie.fsutil import atomic_write_bytes, ensure_private_dir
 from reverie.lsp.protocol import AppendMessagesParams, PushedMessage
 from reverie.redact import redact, redact_value
 
@@ -61,7 +61,7 @@ def _record(message: PushedMessage) -> dict[str, object]:
 def append_pushed(agent_home: Path, pushed: AppendMessagesParams) -> Path:
     """Append the messages (secrets redacted) and write the sidecar; returns the transcript."""
     path = transcript_path(agent_home, pushed.session_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     sidecar = path.with_suffix(".json")
     meta = {"session_id": pushed.session_id, "cwd": pushed.cwd}
     if pushed.title:

@@ -20,13 +20,17 @@ lists, diffs and undo of every kept run stay as they were; only commit ids chang
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
+import os
 import secrets
+import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar, cast
 
 from dulwich.diff_tree import tree_changes
 from dulwich.gc import find_reachable_objects
@@ -38,7 +42,8 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 from pydantic import BaseModel, Field
 
-from reverie.fsutil import atomic_write_bytes
+from reverie.fsutil import ensure_private_dir
+from reverie.memory import nofollow
 from reverie.memory.lock import state_dir
 from reverie.memory.store import visible_files
 from reverie.redact import redact_value
@@ -50,6 +55,48 @@ REF = Ref(b"refs/heads/memory")
 _AUTHOR = b"Reverie <reverie@localhost>"
 _FILE_MODE = 0o100644
 _HEX = frozenset("0123456789abcdef")
+#: ``core.sharedRepository`` as an explicit mode: owner-only files and directories
+_SHARED = "0600"
+
+
+def _owner_only(path: Path) -> None:
+    """Drop group and other bits (0700 dirs; 0600 / 0400 files); never follow a symlink."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    wanted = 0o700 if stat.S_ISDIR(info.st_mode) else mode & 0o700
+    if mode != wanted:
+        try:
+            os.chmod(path, wanted)
+        except OSError:
+            logger.debug("could not chmod %s", path)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _clear_errors(method: _F) -> _F:
+    """A missing object (``KeyError`` from dulwich) becomes a ``HistoryError`` that says so."""
+
+    @functools.wraps(method)
+    def wrapper(self: MemoryHistory, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except KeyError as exc:
+            raise HistoryError(_missing(self.git_dir, str(exc.args[0] if exc.args else "?")
+                                        .encode("ascii", "replace"))) from None
+
+    return cast(_F, wrapper)
+
+
+def _missing(git_dir: Path, sha: bytes) -> str:
+    return (f"the memory history {git_dir} refers to commit {sha.decode('ascii', 'replace')}, "
+            "which is missing or damaged; the memory files themselves are unaffected. Move "
+            "the history aside (it is a git repository) to start a fresh one")
 
 
 class RunRecord(BaseModel):
@@ -101,9 +148,64 @@ class MemoryHistory:
     # --- repository ----------------------------------------------------------------------
     def _repo(self) -> Repo:
         if (self.git_dir / "objects").is_dir():
-            return Repo(str(self.git_dir))
-        state_dir(self.memory_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
-        return Repo.init_bare(str(self.git_dir), mkdir=not self.git_dir.exists())
+            try:
+                return Repo(str(self.git_dir))
+            except (OSError, ValueError, KeyError) as exc:
+                raise HistoryError(f"the memory history {self.git_dir} cannot be opened: "
+                                   f"{exc}") from None
+        state = state_dir(self.memory_dir)
+        ensure_private_dir(state)
+        state.chmod(0o700)
+        if not self.git_dir.exists():
+            self.git_dir.mkdir(mode=0o700)
+        # core.sharedRepository=0600: dulwich then creates every object and directory
+        # owner-only (0400 objects, 0700 dirs) whatever the umask
+        try:
+            repo = Repo.init_bare(str(self.git_dir), shared_repository=_SHARED)
+        except TypeError:  # a dulwich without the parameter: _tighten records and applies it
+            repo = Repo.init_bare(str(self.git_dir))
+        self._tighten()
+        return repo
+
+    def _tighten(self) -> None:
+        """Owner-only modes on what dulwich writes outside ``objects/`` (HEAD, config, refs),
+        and everywhere in a history made before the setting existed (once)."""
+        if not self.git_dir.is_dir() or self.git_dir.is_symlink():
+            return
+        try:
+            with Repo(str(self.git_dir)) as repo:
+                legacy = repo.get_config().get((b"core",), b"sharedRepository") != \
+                    _SHARED.encode()
+        except (OSError, ValueError, KeyError):
+            legacy = True
+        for root, dirs, files in os.walk(self.git_dir):
+            top = Path(root)
+            if not legacy and top == self.git_dir:
+                dirs[:] = [d for d in dirs if d != "objects"]
+            for name in [*dirs, *files]:
+                _owner_only(top / name)
+        _owner_only(self.git_dir)
+        if legacy:
+            try:
+                with Repo(str(self.git_dir)) as repo:
+                    config = repo.get_config()
+                    config.set((b"core",), b"sharedRepository", _SHARED.encode())
+                    config.write_to_path()
+            except (OSError, ValueError, KeyError):
+                logger.debug("could not record sharedRepository in %s", self.git_dir)
+            _owner_only(self.git_dir / "config")
+
+    def _commit(self, repo: Repo, commit_id: ObjectID | str | bytes) -> Commit:
+        """The commit ``commit_id``; a clear ``HistoryError`` when it is missing or not a
+        commit (a ref or record pointing at an object that is gone)."""
+        sha = ObjectID(commit_id.encode() if isinstance(commit_id, str) else commit_id)
+        try:
+            commit = repo[sha]
+        except (KeyError, ValueError, OSError):
+            raise HistoryError(_missing(self.git_dir, sha)) from None
+        if not isinstance(commit, Commit):
+            raise HistoryError(_missing(self.git_dir, sha))
+        return commit
 
     def exists(self) -> bool:
         return (self.git_dir / "objects").is_dir()
@@ -114,7 +216,7 @@ class MemoryHistory:
         with self._repo() as repo:
             try:
                 return ObjectID(repo.refs[REF])
-            except KeyError:
+            except (KeyError, ValueError):
                 return None
 
     def sweep_stale_locks(self) -> int:
@@ -136,7 +238,7 @@ class MemoryHistory:
         with self._repo() as repo:
             blobs: list[tuple[bytes, ObjectID, int]] = []
             for name in visible_files(root):
-                blob = Blob.from_string((root / name).read_bytes())
+                blob = Blob.from_string(nofollow.read_bytes(root, name))
                 repo.object_store.add_object(blob)
                 blobs.append((name.encode("utf-8", "surrogateescape"), blob.id, _FILE_MODE))
             return commit_tree(repo.object_store, blobs)
@@ -144,9 +246,7 @@ class MemoryHistory:
     def _tree_of(self, repo: Repo, commit_id: ObjectID | None) -> ObjectID | None:
         if commit_id is None:
             return None
-        commit = repo[commit_id]
-        assert isinstance(commit, Commit)
-        return ObjectID(commit.tree)
+        return ObjectID(self._commit(repo, commit_id).tree)
 
     def _make_commit(self, repo: Repo, tree: ObjectID, parent: ObjectID | None, record: RunRecord,
                      ) -> ObjectID:
@@ -181,6 +281,7 @@ class MemoryHistory:
                 changed.append(change.new.path.decode("utf-8", "surrogateescape"))
         return sorted(added), sorted(changed), sorted(removed)
 
+    @_clear_errors
     def baseline(self, live_dir: Path) -> ObjectID | None:
         """The commit holding the live dir as it is now (records hand edits as an ``edit``)."""
         tree = self.snapshot_tree(live_dir)
@@ -200,8 +301,10 @@ class MemoryHistory:
             commit = self._make_commit(repo, tree, head, record)
             if not repo.refs.set_if_equals(REF, head, commit):
                 raise HistoryError("memory history moved while recording a baseline")
-            return commit
+        self._tighten()
+        return commit
 
+    @_clear_errors
     def prepare(self, parent: ObjectID | None, new_root: Path, record: RunRecord) -> RunRecord:
         """Write the run's objects (not yet visible in the history). Fills the file lists."""
         tree = self.snapshot_tree(new_root)
@@ -214,6 +317,7 @@ class MemoryHistory:
             "commit": commit.decode(), "parent": parent.decode() if parent else None,
         })
 
+    @_clear_errors
     def advance(self, parent: str | None, commit: str) -> None:
         """Publish a prepared run (idempotent, so recovery can repeat it)."""
         with self._repo() as repo:
@@ -223,17 +327,20 @@ class MemoryHistory:
             old = ObjectID(parent.encode()) if parent else None
             if not repo.refs.set_if_equals(REF, old, ObjectID(commit.encode())):
                 raise HistoryError("memory history moved while publishing a run")
+        self._tighten()
 
     # --- reading -------------------------------------------------------------------------
+    @_clear_errors
     def _records(self, include_edits: bool) -> list[RunRecord]:
         if not self.exists():
             return []
         out: list[RunRecord] = []
         with self._repo() as repo:
             current = repo.refs[REF] if REF in repo.refs else None
-            while current is not None:
-                commit = repo[current]
-                assert isinstance(commit, Commit)
+            seen: set[bytes] = set()
+            while current is not None and current not in seen:
+                seen.add(current)
+                commit = self._commit(repo, current)
                 record = _parse_record(commit)
                 if record is not None and (include_edits or record.source != "edit"):
                     out.append(record)
@@ -260,6 +367,7 @@ class MemoryHistory:
             )
         return matches[0]
 
+    @_clear_errors
     def materialize(self, commit: str | None, target: Path) -> None:
         """Make the visible files of ``target`` exactly the tree of ``commit`` (None = empty)."""
         wanted: dict[str, bytes] = {}
@@ -274,12 +382,16 @@ class MemoryHistory:
                     wanted[entry.path.decode("utf-8", "surrogateescape")] = blob.as_raw_string()
         for name in visible_files(target):
             if name not in wanted:
-                (target / name).unlink()
+                nofollow.unlink(target, name)
         for name, data in wanted.items():
-            path = target / name
-            if not path.is_file() or path.read_bytes() != data:
-                atomic_write_bytes(path, data)
+            try:
+                current: bytes | None = nofollow.read_bytes(target, name)
+            except (FileNotFoundError, nofollow.UnsafePath):
+                current = None
+            if current != data:
+                nofollow.write_bytes(target, name, data)
 
+    @_clear_errors
     def diff(self, run_id: str | None) -> str:
         """The unified diff a run made."""
         record = self.find(run_id)
@@ -300,6 +412,7 @@ class MemoryHistory:
             out.append(FileChange(path=name, before=before, after=after))
         return out
 
+    @_clear_errors
     def file_at(self, commit: str, name: str) -> bytes | None:
         """A file's bytes at a commit (to recover a deleted topic file)."""
         with self._repo() as repo:
@@ -315,6 +428,7 @@ class MemoryHistory:
 
 
     # --- retention -----------------------------------------------------------------------
+    @_clear_errors
     def prune(self, before: datetime) -> tuple[int, int]:
         """Drop the runs recorded before ``before``; returns (runs removed, bytes reclaimed).
 
@@ -333,6 +447,7 @@ class MemoryHistory:
         with self._repo() as repo:
             removed = self._drop_older_than(repo, before.timestamp())
             freed = self._delete_unreachable(repo)
+        self._tighten()
         if removed or freed:
             logger.info("pruned %d memory runs before %s (%d bytes) in %s",
                         removed, before.isoformat(), freed, self.git_dir)
@@ -346,8 +461,7 @@ class MemoryHistory:
         chain: list[Commit] = []  # newest first, along first parents
         current: ObjectID | None = head
         while current is not None:
-            commit = repo[current]
-            assert isinstance(commit, Commit)
+            commit = self._commit(repo, current)
             chain.append(commit)
             current = commit.parents[0] if commit.parents else None
         split = next((i for i, c in enumerate(chain) if _moment(c) < cutoff), None)

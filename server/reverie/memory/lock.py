@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from reverie.fsutil import atomic_write_text
+from reverie.fsutil import atomic_write_text, ensure_private_dir
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class ConsolidationLock:
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:
         """Serialise lock bookkeeping between processes (released by the kernel on death)."""
-        state_dir(self.memory_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(state_dir(self.memory_dir))
         fd = os.open(self.guard_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -24,6 +24,7 @@ from types import TracebackType
 
 from pydantic import BaseModel, Field
 
+from reverie.fsutil import ensure_private_dir
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
 from reverie.memory.repair import RepairReport, new_blocking_problems, repair_memory
@@ -119,7 +120,7 @@ class MemoryWriteSession:
     # --- synchronous halves (run in a worker thread) ----------------------------------------
     def enter(self) -> StagedMemory:
         check_memory_dir(self.memory_dir)
-        self.memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.memory_dir)
         if not self.lock.try_acquire(lambda: recover(self.memory_dir)):
             raise LockBusy(f"another process is consolidating {self.memory_dir}")
         try:

@@ -24,15 +24,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from reverie.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir
-from reverie.memory.history import MemoryHistory, RunRecord
+from reverie.fsutil import atomic_write_text, ensure_private_dir, fsync_dir
+from reverie.memory import nofollow
+from reverie.memory.history import HistoryError, MemoryHistory, RunRecord
 from reverie.memory.lock import ConsolidationLock, state_dir
-from reverie.memory.store import visible_files
+from reverie.memory.store import is_hidden, visible_files
 
 logger = logging.getLogger(__name__)
 
 #: temp files ``reverie.fsutil`` creates (".<name>.<8 random chars>.tmp"), left by a kill.
 _ATOMIC_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+#: a transaction id (``secrets.token_hex(6)``); a journal naming anything else is refused
+_TXID = re.compile(r"^[0-9a-f]{6,64}$")
 
 
 class JournalOp(BaseModel):
@@ -94,15 +97,18 @@ class MemoryTransaction:
 
     # --- staging -------------------------------------------------------------------------
     def begin(self) -> Path:
-        """Copy the live memory into a fresh staging dir and return it."""
+        """Copy the live memory into a fresh staging dir and return it.
+
+        Live files are read without following links (``reverie.memory.nofollow``): a file
+        outside the memory dir never becomes part of the staged copy, whatever is swapped.
+        """
         check_memory_dir(self.memory_dir)
-        self.memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.staging_dir.mkdir(mode=0o700, parents=True)
+        ensure_private_dir(self.memory_dir)
+        ensure_private_dir(self.staging_root)
+        self.staging_dir.mkdir(mode=0o700)
         for name in visible_files(self.memory_dir):
-            target = self.staging_dir / name
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            shutil.copyfile(self.memory_dir / name, target)
-            target.chmod(0o600)
+            data = nofollow.read_bytes(self.memory_dir, name)
+            nofollow.write_bytes(self.staging_dir, name, data)
         return self.staging_dir
 
     def changes(self) -> ChangeSet:
@@ -111,10 +117,30 @@ class MemoryTransaction:
         staged = set(visible_files(self.staging_dir))
         changed = [
             name for name in sorted(live & staged)
-            if (self.memory_dir / name).read_bytes() != (self.staging_dir / name).read_bytes()
+            if nofollow.read_bytes(self.memory_dir, name)
+            != nofollow.read_bytes(self.staging_dir, name)
         ]
         return ChangeSet(added=sorted(staged - live), changed=changed,
                          removed=sorted(live - staged))
+
+    def _preflight(self, changes: ChangeSet) -> None:
+        """Refuse, before the commit point, an apply that would meet a symlink (or a
+        non-directory parent, or a non-file target) in the live dir: nothing is written."""
+        for name in changes.touched:
+            nofollow.split_name(name)
+            parts = name.split("/")
+            for depth in range(1, len(parts)):
+                what = nofollow.kind(self.memory_dir, "/".join(parts[:depth]))
+                if what not in (None, "dir"):
+                    raise TransactionError(
+                        f"{self.memory_dir / '/'.join(parts[:depth])} is a symlink or not a "
+                        "directory; Reverie never writes through it. Replace it with a real "
+                        "directory (or remove it) and run again")
+            what = nofollow.kind(self.memory_dir, name)
+            if what not in (None, "file"):
+                raise TransactionError(
+                    f"{self.memory_dir / name} is a {what}, not a regular file; Reverie never "
+                    "writes through it. Remove it and run again")
 
     def abort(self) -> None:
         """Drop the staged copy; the live dir was never touched."""
@@ -128,13 +154,14 @@ class MemoryTransaction:
         if changes.empty:
             self.abort()
             return changes, None
+        self._preflight(changes)
         prepared: RunRecord | None = None
         if history is not None and record is not None:
             parent = history.baseline(self.memory_dir)
             prepared = history.prepare(parent, self.staging_dir, record)
         ops = [
             JournalOp(path=name, action="write",
-                      sha256=_sha((self.staging_dir / name).read_bytes()))
+                      sha256=_sha(nofollow.read_bytes(self.staging_dir, name)))
             for name in [*changes.added, *changes.changed]
         ] + [JournalOp(path=name, action="delete") for name in changes.removed]
         journal = Journal(txid=self.txid, ops=ops, record=prepared)
@@ -143,23 +170,26 @@ class MemoryTransaction:
         return changes, prepared
 
     def _replay(self, journal: Journal, history: MemoryHistory | None) -> None:
+        _check_journal(journal)
         staging = self.staging_root / journal.txid
         # test-only: widen the apply window so kill tests can land inside it
         delay = float(os.environ.get("REVERIE_TEST_SLOW_APPLY_SECONDS") or 0)
         for op in journal.ops:
             if delay > 0:
                 time.sleep(delay)
-            live = self.memory_dir / op.path
             if op.action == "delete":
-                live.unlink(missing_ok=True)
-                _prune_empty_parents(live.parent, self.memory_dir)
+                nofollow.unlink(self.memory_dir, op.path)
                 continue
-            data = (staging / op.path).read_bytes()
-            if _sha(data) != op.sha256:
-                raise TransactionError(f"staged copy of {op.path} changed after the commit point")
-            if live.is_file() and not live.is_symlink() and live.read_bytes() == data:
+            data = self._staged_bytes(staging, op, journal, history)
+            try:
+                current: bytes | None = nofollow.read_bytes(self.memory_dir, op.path)
+            except FileNotFoundError:
+                current = None
+            except nofollow.UnsafePath:
+                current = None  # a symlink at the target: replaced (never followed) below
+            if current == data:
                 continue
-            atomic_write_bytes(live, data)
+            nofollow.write_bytes(self.memory_dir, op.path, data)
         fsync_dir(self.memory_dir)
         if history is not None and journal.record is not None:
             history.advance(journal.record.parent, journal.record.commit)
@@ -172,14 +202,41 @@ class MemoryTransaction:
 
         refresh_copies(self.memory_dir)  # agents holding a copy of MEMORY.md see the new one
 
-
-def _prune_empty_parents(directory: Path, stop: Path) -> None:
-    while directory != stop and stop in directory.parents:
+    def _staged_bytes(self, staging: Path, op: JournalOp, journal: Journal,
+                      history: MemoryHistory | None) -> bytes:
+        """The bytes an op writes: from the staged copy, or (when that is gone) from the run's
+        prepared history commit; either must match the hash the journal recorded."""
         try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
+            data: bytes | None = nofollow.read_bytes(staging, op.path)
+        except (FileNotFoundError, nofollow.UnsafePath):
+            data = None
+        if data is not None and _sha(data) == op.sha256:
+            return data
+        if history is not None and journal.record is not None and journal.record.commit:
+            try:
+                data = history.file_at(journal.record.commit, op.path)
+            except HistoryError:
+                data = None
+            if data is not None and _sha(data) == op.sha256:
+                return data
+        raise TransactionError(
+            f"cannot complete the interrupted apply {journal.txid}: the new content of "
+            f"{op.path} is gone (staged copy missing or changed)")
+def _check_journal(journal: Journal) -> None:
+    """A journal is input from disk: refuse one that names anything but plain, visible paths
+    of the memory dir and a real transaction id (it could otherwise steer a replay outside)."""
+    if not _TXID.match(journal.txid):
+        raise TransactionError(f"the apply journal names an invalid transaction {journal.txid!r}")
+    for op in journal.ops:
+        try:
+            nofollow.split_name(op.path)
+        except nofollow.UnsafePath:
+            raise TransactionError(
+                f"the apply journal names a path outside the memory dir: {op.path!r}") from None
+        if is_hidden(Path(op.path)):
+            raise TransactionError(f"the apply journal names a hidden path: {op.path!r}")
+        if op.action == "write" and not (op.sha256 and re.fullmatch(r"[0-9a-f]{64}", op.sha256)):
+            raise TransactionError(f"the apply journal has no valid hash for {op.path!r}")
 
 
 def recover(memory_dir: Path) -> bool:
@@ -193,17 +250,55 @@ def recover(memory_dir: Path) -> bool:
     history.sweep_stale_locks()
     completed = False
     journal_path = state_dir(memory_dir) / "journal.json"
-    if journal_path.exists():
-        try:
-            journal = Journal.model_validate_json(journal_path.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise TransactionError(f"cannot read the apply journal {journal_path}: {exc}") from exc
+    if journal_path.exists() or journal_path.is_symlink():
+        journal = _load_journal(journal_path)
         logger.warning("completing an interrupted memory apply (%s)", journal.txid)
-        MemoryTransaction(memory_dir, journal.txid)._replay(journal, history)
+        try:
+            MemoryTransaction(memory_dir, journal.txid)._replay(journal, history)
+        except (TransactionError, nofollow.UnsafePath) as exc:
+            if isinstance(exc, nofollow.UnsafePath):
+                raise TransactionError(f"cannot complete the interrupted apply "
+                                       f"{journal.txid}: {exc.strerror or exc}") from None
+            aside = _set_aside(journal_path)
+            raise TransactionError(
+                f"{exc}. The journal was moved to {aside} and the memory dir left as it is "
+                "(some files may already hold the run's new content); `reverie history` and "
+                "`reverie undo` restore any earlier state. Run again to continue.") from None
         completed = True
     shutil.rmtree(state_dir(memory_dir) / "staging", ignore_errors=True)
     _sweep_temp_files(memory_dir)
     return completed
+
+
+def _load_journal(journal_path: Path) -> Journal:
+    """The apply journal, or (unreadable, tampered) a clear error after setting it aside, so
+    one bad file cannot make every later run fail."""
+    try:
+        if journal_path.is_symlink() or not journal_path.is_file():
+            raise ValueError("not a regular file")
+        journal = Journal.model_validate_json(nofollow.read_bytes(journal_path.parent,
+                                                                  journal_path.name))
+        _check_journal(journal)
+        return journal
+    except (OSError, ValueError, TransactionError) as exc:
+        aside = _set_aside(journal_path)
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TransactionError(
+            f"the apply journal {journal_path} could not be used ({detail[:200]}); it was "
+            f"moved to {aside} and nothing was replayed from it. The memory dir is as the "
+            "interrupted run left it: check it with `reverie history --diff` and restore an "
+            "earlier state with `reverie undo` if needed. Run again to continue.") from None
+
+
+def _set_aside(journal_path: Path) -> Path:
+    """Rename a journal that cannot be replayed to ``journal.broken-<time>.json``."""
+    aside = journal_path.with_name(f"journal.broken-{time.strftime('%Y%m%dT%H%M%S')}-"
+                                   f"{secrets.token_hex(2)}.json")
+    try:
+        os.rename(journal_path, aside)
+    except OSError:
+        journal_path.unlink(missing_ok=True)
+    return aside
 
 
 def _sweep_temp_files(memory_dir: Path) -> None:

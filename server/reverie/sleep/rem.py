@@ -20,7 +20,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, create_model
 
-from reverie.fsutil import atomic_write_text
+from reverie.fsutil import atomic_write_text, ensure_private_dir
 from reverie.llm.errors import StructuredOutputError
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.memory.history import MemoryHistory, RunRecord, new_run_id
@@ -132,7 +132,7 @@ async def acquire_lock(
 ) -> ConsolidationLock:
     """Take the consolidation lock (waiting for a running dream up to ``wait_seconds``), then
     finish or discard whatever an earlier killed run left behind."""
-    memory_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_private_dir(memory_dir)
     lock = ConsolidationLock(memory_dir)
     waited = 0.0
     while not await asyncio.to_thread(lock.try_acquire):

@@ -125,10 +125,35 @@ class PathGate:
             raise PathDenied(raw, access, "path is not valid text") from None
         if any(len(part) > MAX_NAME_BYTES for part in encoded_parts):
             raise PathDenied(raw[:80] + "…", access, "a path component is too long")
+        self._check_live(Path(raw), raw, access)
         try:
             return self._physical(Path(raw)).resolve()
         except (OSError, RuntimeError, ValueError) as exc:
             raise PathDenied(raw, access, f"cannot resolve ({type(exc).__name__})") from None
+
+    def _check_live(self, path: Path, raw: str, access: Access) -> None:
+        """A path under a mapped (real) dir is checked against the *live* dir too: the staged
+        copy has no symlinks, but the apply writes the live one, so a component that is a
+        symlink (or not a directory) there is refused here already."""
+        absolute = Path(os.path.normpath(path if path.is_absolute() else self.base_dir / path))
+        for real, _staged in self._map:
+            if not _within(absolute, real):
+                continue
+            current = real
+            for part in absolute.parts[len(real.parts):]:
+                current = current / part
+                try:
+                    info = os.lstat(current)
+                except FileNotFoundError:
+                    return
+                except OSError as exc:
+                    reason = exc.strerror or type(exc).__name__
+                    raise PathDenied(raw, access, f"cannot access ({reason})") from None
+                if stat.S_ISLNK(info.st_mode):
+                    raise PathDenied(raw, access, "a symlink in the live directory")
+                if current != absolute and not stat.S_ISDIR(info.st_mode):
+                    raise PathDenied(raw, access, "a parent is not a directory")
+            return
 
     def _may_read(self, path: Path) -> bool:
         if any(_within(path, root) for root in self.read_roots):
