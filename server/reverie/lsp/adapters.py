@@ -265,7 +265,7 @@ async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
 
 async def recover_lock(tracker: WorkspaceTracker) -> None:
     """At start-up: finish or roll back a run a killed process left, and say what was done."""
-    from reverie.memory.lock import ConsolidationLock, pid_alive
+    from reverie.memory.lock import ConsolidationLock
     from reverie.memory.session import recover_memory_dir
 
     memory_dir = tracker.memory_dir
@@ -275,7 +275,7 @@ async def recover_lock(tracker: WorkspaceTracker) -> None:
             return None, None
         lock = ConsolidationLock(memory_dir)
         pid, _ = lock.read()
-        if pid is None or pid_alive(pid):
+        if pid is None or lock.holder_alive(pid):
             return None, None
         finished = recover_memory_dir(memory_dir)
         with lock.guard():

@@ -1,8 +1,14 @@
 """The consolidation lock: ``.consolidate-lock`` in the memory dir.
 
-The file holds the PID of the process consolidating; its mtime is "last consolidated at", which
-the time gate reads. A lock younger than an hour whose holder is alive blocks; anything else is
-taken over. Taking the lock writes our PID and re-reads it to verify ownership; an advisory
+The file holds the PID of the process consolidating (nothing else: that is the protocol other
+implementations read); its mtime is "last consolidated at", which the time gate reads. A lock
+younger than an hour whose holder is alive blocks; anything else is taken over. "Alive" means
+the same process: the holder's start time is recorded beside the PID, in
+``.reverie/lock-prior.json``, and a live process with that PID but another start time (the PID
+was reused) counts as dead. A lock without that record (an older Reverie, another tool) falls
+back to plain liveness. Liveness and identity come from psutil (``reverie.process``).
+
+Taking the lock writes our PID and re-reads it to verify ownership; an advisory
 ``flock`` on a guard file makes check-and-write atomic between processes, so two editor windows
 can never both win.
 
@@ -16,9 +22,11 @@ file (no holder) and keeps the fresh mtime.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -27,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from reverie import process
 from reverie.fsutil import atomic_write_text, ensure_private_dir
 
 logger = logging.getLogger(__name__)
@@ -41,24 +50,31 @@ def state_dir(memory_dir: Path) -> Path:
     return memory_dir / STATE_DIR_NAME
 
 
-def pid_alive(pid: int | None) -> bool:
-    """True when ``pid`` is a running (non-zombie) process."""
-    if pid is None or pid <= 0 or pid > 2**22:  # Linux pid_max is at most 2**22
-        return False
+def pid_alive(pid: int | None, started_at: float | None = None) -> bool:
+    """True when ``pid`` is a running (non-zombie) process (started at ``started_at``, if
+    given). Never signals it."""
+    return process.is_alive(pid, started_at)
+
+
+def _read_regular(path: Path) -> tuple[str, float] | None:
+    """(text, mtime) of a regular file, never blocking: a FIFO, device or symlink there is
+    refused (``OSError``), a missing file is None."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OSError, OverflowError):
-        return False
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, f"{path} is a symlink; refusing to use it") from None
+        raise
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    # state is the first field after the parenthesised command name
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file (remove it)")
+        return os.read(fd, 4096).decode("utf-8", "replace"), info.st_mtime
+    finally:
+        os.close(fd)
 
 
 class PriorRecord(BaseModel):
@@ -67,6 +83,8 @@ class PriorRecord(BaseModel):
     pid: int
     prior_mtime: float | None
     acquired_at: float
+    #: the holder's process start time: with the PID, its identity (None in older records)
+    start_time: float | None = None
 
 
 class LockBusy(Exception):
@@ -86,12 +104,16 @@ class ConsolidationLock:
 
     # --- reading ---------------------------------------------------------------------------
     def read(self) -> tuple[int | None, float | None]:
-        """(holder pid or None, mtime or None). Garbage content reads as no holder."""
+        """(holder pid or None, mtime or None). Garbage content reads as no holder; a lock that
+        is not a regular file (a FIFO, a device, a symlink) reads as no lock, never blocks."""
         try:
-            mtime = self.path.stat().st_mtime
-            raw = self.path.read_text("utf-8", errors="replace").strip()
-        except OSError:
+            found = _read_regular(self.path)
+        except OSError as exc:
+            logger.warning("ignoring the lock %s: %s", self.path, exc.strerror or exc)
             return None, None
+        if found is None:
+            return None, None
+        raw, mtime = found[0].strip(), found[1]
         try:
             pid = int(raw) if raw else None
         except ValueError:
@@ -107,13 +129,32 @@ class ConsolidationLock:
     def held(self) -> bool:
         return self._held is not None
 
+    def holder_alive(self, pid: int | None) -> bool:
+        """Whether the lock's holder ``pid`` still runs *as the process that took the lock*
+        (its recorded start time must match when there is a record for that PID)."""
+        if pid is None:
+            return False
+        record = self._peek_prior()
+        started = record.start_time if record is not None and record.pid == pid else None
+        return pid_alive(pid, started)
+
+    def _peek_prior(self) -> PriorRecord | None:
+        try:
+            found = _read_regular(self.prior_path)
+            return PriorRecord.model_validate_json(found[0]) if found else None
+        except (OSError, ValueError):
+            return None
+
     # --- guard -----------------------------------------------------------------------------
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:
         """Serialise lock bookkeeping between processes (released by the kernel on death)."""
         ensure_private_dir(state_dir(self.memory_dir))
-        fd = os.open(self.guard_path, os.O_RDWR | os.O_CREAT, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(self.guard_path, flags, 0o600)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, f"{self.guard_path} is not a regular file (remove it)")
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
@@ -123,9 +164,8 @@ class ConsolidationLock:
     # --- recovery --------------------------------------------------------------------------
     def _read_prior(self) -> PriorRecord | None:
         try:
-            return PriorRecord.model_validate_json(self.prior_path.read_bytes())
-        except FileNotFoundError:
-            return None
+            found = _read_regular(self.prior_path)
+            return PriorRecord.model_validate_json(found[0]) if found else None
         except (OSError, ValueError):
             logger.warning("discarding unreadable %s", self.prior_path)
             self.prior_path.unlink(missing_ok=True)
@@ -141,7 +181,7 @@ class ConsolidationLock:
         if record is None:
             return False
         pid, _mtime = self.read()
-        if pid_alive(record.pid) and record.pid != os.getpid():
+        if pid_alive(record.pid, record.start_time) and record.pid != os.getpid():
             return False
         if record.pid == os.getpid() and self._held is not None:
             return False
@@ -165,7 +205,7 @@ class ConsolidationLock:
             mtime is not None
             and time.time() - mtime < self.stale_seconds
             and pid is not None
-            and pid_alive(pid)
+            and self.holder_alive(pid)
         )
 
     def try_acquire(self, recover: Callable[[], bool] | None = None) -> bool:
@@ -178,6 +218,9 @@ class ConsolidationLock:
         """
         if self.path.is_symlink():
             raise OSError(f"{self.path} is a symlink; refusing to use it as a lock")
+        if self.path.exists() and not self.path.is_file():
+            raise OSError(f"{self.path} is not a regular file; refusing to use it as a lock "
+                          "(remove it)")
         with self.guard():
             if self._busy():
                 logger.debug("lock %s held by a live process", self.path)
@@ -191,7 +234,8 @@ class ConsolidationLock:
                 self.forget_prior()
             self.recover_dead_holder()
             _pid, mtime = self.read()
-            record = PriorRecord(pid=os.getpid(), prior_mtime=mtime, acquired_at=time.time())
+            record = PriorRecord(pid=os.getpid(), prior_mtime=mtime, acquired_at=time.time(),
+                                 start_time=process.current_start_time())
             atomic_write_text(self.prior_path, record.model_dump_json())
             atomic_write_text(self.path, str(os.getpid()))
             verify, _ = self.read()
@@ -256,7 +300,7 @@ def lock_status(
     """The lock's state and which gate an automatic dream would stop at next."""
     lock = ConsolidationLock(memory_dir)
     pid, mtime = lock.read()
-    alive = pid_alive(pid)
+    alive = lock.holder_alive(pid)
     current = time.time() if now is None else now
     hours = (current - mtime) / 3600 if mtime is not None else None
     if not enabled:

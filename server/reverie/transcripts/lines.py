@@ -14,6 +14,8 @@ from dataclasses import dataclass
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Read size for streaming a file.
 CHUNK_BYTES = 1024 * 1024
+#: a UTF-8 byte-order mark, which some editors and Windows tools put at the start of a file
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,9 @@ class Line:
 class LineSplitter:
     """Turns chunks of bytes into complete ``Line``s.
 
-    ``consumed`` is the file offset just after the last complete line handed out.
+    ``consumed`` is the file offset just after the last complete line handed out. A UTF-8
+    byte-order mark at the very start of the file is dropped from the first line (its bytes
+    still count in the offsets), so that line's record parses like any other.
     """
 
     def __init__(self, start_offset: int = 0, max_line_bytes: int = MAX_LINE_BYTES) -> None:
@@ -37,6 +41,7 @@ class LineSplitter:
         self.max_line_bytes = max_line_bytes
         self._partial = bytearray()
         self._dropping = False  # inside an oversized line: discard until its newline
+        self._first = start_offset == 0  # the next line is the file's first: may carry a BOM
 
     @property
     def pending_bytes(self) -> int:
@@ -44,6 +49,18 @@ class LineSplitter:
         return len(self._partial)
 
     def feed(self, chunk: bytes) -> Iterator[Line]:
+        for line in self._lines(chunk):
+            yield self._without_bom(line)
+
+    def _without_bom(self, line: Line) -> Line:
+        if not self._first:
+            return line
+        self._first = False
+        if line.data.startswith(BOM):
+            return Line(line.data[len(BOM):], line.offset, line.oversized)
+        return line
+
+    def _lines(self, chunk: bytes) -> Iterator[Line]:
         start = 0
         size = len(chunk)
         while start < size:
@@ -98,4 +115,4 @@ class LineSplitter:
         self._partial.clear()
         line = Line(data, self.consumed)
         self.consumed += len(data)
-        return line
+        return self._without_bom(line)

@@ -9,6 +9,7 @@ inside the file are counted in ``Transcript.stats`` and never raise.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,7 @@ from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
 from reverie.transcripts.codex import CodexParser
 from reverie.transcripts.generic import GenericParser
-from reverie.transcripts.lines import CHUNK_BYTES, LineSplitter
+from reverie.transcripts.lines import BOM, CHUNK_BYTES, LineSplitter
 from reverie.transcripts.model import AgentName, Message, ParseStats, Session, Transcript
 
 #: how much of a file detection looks at
@@ -56,6 +57,8 @@ def check_readable(path: Path) -> os.stat_result:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
     if path.is_dir():
         raise TranscriptError(f"is a directory, not a transcript file: {path}")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+        raise TranscriptError(f"not a regular file (a FIFO, socket or device): {path}")
     if not os.access(path, os.R_OK):
         raise TranscriptError(f"cannot read {path}: permission denied")
     return st
@@ -99,10 +102,16 @@ def detect_agent(path: Path) -> AgentName | None:
     if name.endswith(".aider.chat.history.md"):
         return "aider"
     try:
-        with path.open("rb") as handle:
-            head = handle.read(_DETECT_BYTES)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None  # a FIFO or device: never read (it could block forever)
+            head = handle.read(_DETECT_BYTES).removeprefix(BOM)
+        except OSError:
+            return None
     if head.lstrip().startswith(b"# aider chat started at"):
         return "aider"
     if path.suffix == ".json":

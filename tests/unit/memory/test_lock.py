@@ -132,7 +132,70 @@ def test_symlinked_lock_is_refused(tmp_path: Path) -> None:
 def test_pid_alive() -> None:
     assert pid_alive(os.getpid())
     assert not pid_alive(_dead_pid())
-    assert not pid_alive(None) and not pid_alive(0)
+    assert not pid_alive(None) and not pid_alive(0) and not pid_alive(-5)
+    assert not pid_alive(2**40)
+
+
+def test_a_zombie_is_dead() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 10
+    import psutil
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
+        time.sleep(0.02)
+    try:
+        assert not pid_alive(proc.pid)  # exited, not yet reaped
+    finally:
+        proc.wait()
+
+
+def test_a_reused_pid_does_not_block(tmp_path: Path) -> None:
+    """Issue 17.16 / 19: a live unrelated process has the recorded PID but another start time
+    (the PID was reused after the holder died): the lock is taken over at once."""
+    proc = _live_process()
+    try:
+        lock = ConsolidationLock(tmp_path)
+        (tmp_path / ".reverie").mkdir()
+        from reverie.process import start_time
+        real_start = start_time(proc.pid)
+        assert real_start is not None
+        lock.prior_path.write_text(PriorRecord(
+            pid=proc.pid, prior_mtime=None, acquired_at=time.time(),
+            start_time=real_start - 3600).model_dump_json())
+        lock.path.write_text(str(proc.pid))
+        assert not lock.holder_alive(proc.pid)
+        status = lock_status(tmp_path, sessions_since=9, min_hours=0, min_sessions=1)
+        assert status.holder_pid == proc.pid and not status.holder_alive
+        assert status.next_gate == "open"
+        assert ConsolidationLock(tmp_path).try_acquire()
+        # the same record with the right start time: that process really holds it
+        lock.path.write_text(str(proc.pid))
+        lock.prior_path.write_text(PriorRecord(
+            pid=proc.pid, prior_mtime=None, acquired_at=time.time(),
+            start_time=real_start).model_dump_json())
+        assert lock.holder_alive(proc.pid)
+        assert not ConsolidationLock(tmp_path).try_acquire()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_taking_the_lock_records_our_start_time_beside_the_pid(tmp_path: Path) -> None:
+    from reverie.process import current_start_time
+    lock = ConsolidationLock(tmp_path)
+    assert lock.try_acquire()
+    assert lock.path.read_text() == str(os.getpid())  # the protocol: the PID and nothing else
+    record = PriorRecord.model_validate_json(lock.prior_path.read_text())
+    assert record.pid == os.getpid() and record.start_time == current_start_time()
+    lock.release()
+
+
+def test_no_os_kill_probe_anywhere() -> None:
+    """Issue 19: ``os.kill(pid, 0)`` terminates the process on Windows; psutil is used."""
+    import re
+    root = Path(__file__).resolve().parents[3] / "server" / "reverie"
+    offenders = [str(p) for p in root.rglob("*.py")
+                 if re.search(r"os\.kill\([^)]*,\s*0\s*\)", p.read_text())]
+    assert offenders == []
 
 
 def test_lock_status_reports_gates(tmp_path: Path) -> None:
