@@ -48,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
     reverie_logger.setLevel(min(cli_level, server.log_handler.level))
     if tcp is None:
         server.start_io()
-    else:
-        server.start_tcp(*tcp)
+        return server.exit_code  # 1 for ``exit`` without ``shutdown``
+    server.start_tcp(*tcp)
     return 0

@@ -20,10 +20,19 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
-from pygls.io_ import run_async
+from lsprotocol.types import ResponseErrorMessage
+from pygls.exceptions import (
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+)
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -33,6 +42,7 @@ from reverie.dream.gates import ScanThrottle
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
 from reverie.lsp.adapters import ConversationDigests, session_memory_sink
+from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.log import ClientLogHandler, level_number
@@ -46,7 +56,7 @@ from reverie.lsp.protocol import (
     StatusResult,
     Wire,
 )
-from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, can_read_on_loop
+from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, ThreadReader, can_read_on_loop
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
@@ -102,6 +112,26 @@ _JOB_MODULES = (
 )
 
 
+def _leaf_errors(exc: BaseException) -> list[str]:
+    """The innermost messages of a cattrs error group (what is actually wrong)."""
+    inner = getattr(exc, "exceptions", None)
+    if not inner:
+        return [str(exc).splitlines()[0] if str(exc) else type(exc).__name__]
+    out: list[str] = []
+    for sub in inner:
+        out.extend(_leaf_errors(sub))
+    return out
+
+
+def _quiet_after_exit(stop: threading.Event, loop: asyncio.AbstractEventLoop,
+                      context: dict[str, Any]) -> None:
+    """Once ``exit`` arrived, handlers still running are cancelled as the loop ends; pygls then
+    reports each cancellation as an error in a callback. Those are expected: drop them."""
+    if stop.is_set() and isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
+
+
 @attrs.define
 class RawNotification:
     """A client notification whose params we validate ourselves (pydantic), kept as plain JSON."""
@@ -112,7 +142,85 @@ class RawNotification:
 
 
 class ReverieProtocol(LanguageServerProtocol):
-    """Keeps the params of our custom client notifications as plain dicts, not namedtuples."""
+    """Keeps the params of our custom client notifications as plain dicts, not namedtuples, and
+    enforces the LSP lifecycle pygls leaves open: a request before ``initialize`` is answered
+    ``-32002`` at once (notifications then are dropped, ``exit`` excepted), a second
+    ``initialize`` is refused, and a request after ``shutdown`` gets ``InvalidRequest``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._initialize_seen = False
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        is_request = method is not None and msg_id is not None
+        if method == types.INITIALIZE and is_request:
+            if self._initialize_seen:
+                self._refuse(msg_id, -32600, "the server is already initialized")
+                return
+            self._initialize_seen = True
+        elif method is not None and method != types.EXIT and not self._initialize_seen:
+            if is_request:
+                self._refuse(msg_id, JsonRpcServerNotInitialized.CODE,
+                             "the server is not initialized yet (send initialize first)")
+            return
+        elif is_request and self._shutdown:
+            self._refuse(msg_id, -32600, "the server is shutting down")
+            return
+        super().handle_message(message)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls' message structuring, but a message that does not fit its type is refused with
+        one log line (``JsonRpcInvalidParams``), not a logged traceback."""
+        if "jsonrpc" not in data:
+            return data
+        method = data.get("method", "")
+        try:
+            if "id" in data:
+                if "error" in data:
+                    return self._converter.structure(data, ResponseErrorMessage)
+                if "method" in data:
+                    kind = self.get_message_type(method) or JsonRPCRequestMessage
+                    return self._converter.structure(data, kind)
+                kind = self._result_types.pop(data["id"], None) or JsonRPCResponseMessage
+                return self._converter.structure(data, kind)
+            kind = self.get_message_type(method) or JsonRPCNotification
+            return self._converter.structure(data, kind)
+        except Exception as exc:
+            detail = "; ".join(_leaf_errors(exc))[:300] or type(exc).__name__
+            logger.info("refused %s: %s", method or "a message", detail)
+            raise JsonRpcInvalidParams(f"Invalid params for {method or 'message'}: "
+                                       f"{detail}") from None
+
+    def _refuse(self, msg_id: Any, code: int, text: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id,
+                         "error": {"code": code, "message": text}})
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, None]:
+        """Stop reading and end the process with 0 after ``shutdown``, else 1. (pygls raises
+        ``SystemExit`` from inside a loop callback, which tears the loop down mid-flight.)"""
+        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+            yield user_handler, args, None
+        server = self._server
+        if isinstance(server, ReverieLanguageServer):
+            server.request_exit(0 if self._shutdown else 1)
+            return None
+        raise SystemExit(0 if self._shutdown else 1)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' shutdown, iterating over a copy of the pending requests: cancelling one runs
+        its callback at once, which removes it from the dict being iterated."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         if method == Notifications.APPEND_MESSAGES:
@@ -180,6 +288,8 @@ class ReverieLanguageServer(LanguageServer):
         self.shutting_down = False
         #: level of the stderr handler (set by ``reverie serve`` from ``--log-level``)
         self.stderr_level = logging.WARNING
+        #: the process exit code ``start_io`` settled on (see there)
+        self.exit_code = 0
 
     # --- worker processes -----------------------------------------------------------------------
 
@@ -252,28 +362,33 @@ class ReverieLanguageServer(LanguageServer):
     # --- transport ----------------------------------------------------------------------------
 
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-        """pygls' stdio server, but reading stdin on the event loop when it is a pipe or a
-        socket (``reverie.lsp.stdio``: no thread hand-off per line); otherwise pygls' own."""
+        """pygls' stdio server with our own frame reading (``reverie.lsp.framing``: bad frames
+        are answered or skipped, never wedge the server), reading stdin on the event loop when
+        it is a pipe or a socket (``reverie.lsp.stdio``: no thread hand-off per read).
+
+        ``exit_code`` is what the process should exit with: 0 after ``shutdown`` + ``exit``
+        or end of input, 1 for ``exit`` without ``shutdown`` (the LSP rule)."""
         stdin = stdin or sys.stdin.buffer
-        if not can_read_on_loop(stdin):
-            super().start_io(stdin, stdout)
-            return
-        self._stop_event = threading.Event()
+        stop = self._stop_event = threading.Event()
         self.protocol.set_writer(BatchingWriter(stdout or sys.stdout.buffer))
+        reader = LoopPipeReader(stdin) if can_read_on_loop(stdin) else ThreadReader(stdin)
+        frames = FrameReader(reader.read)
+
+        async def main() -> None:
+            self._main_task = asyncio.current_task()
+            loop = asyncio.get_running_loop()
+            loop.set_exception_handler(functools.partial(_quiet_after_exit, stop))
+            await serve_frames(frames, self.protocol, should_stop=stop.is_set,
+                               on_error=self._report_loop_error)
+
         try:
-            asyncio.run(
-                run_async(
-                    stop_event=self._stop_event,
-                    reader=LoopPipeReader(stdin),
-                    protocol=self.protocol,
-                    logger=logger,
-                    error_handler=self.report_server_error,
-                )
-            )
+            asyncio.run(main())
         except BrokenPipeError:
             logger.error("Connection to the client is lost! Shutting down the server.")
-        except (KeyboardInterrupt, SystemExit):
-            pass
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            pass  # ``exit`` (see ``request_exit``) or Ctrl-C
+        except SystemExit as exc:
+            self.exit_code = exc.code if isinstance(exc.code, int) else 1
         finally:
             writer = self.protocol.writer
             if isinstance(writer, BatchingWriter):
@@ -281,6 +396,18 @@ class ReverieLanguageServer(LanguageServer):
                     writer.flush()
             self.close_workers()
             self.shutdown()  # type: ignore[no-untyped-call]
+
+    def request_exit(self, code: int) -> None:
+        """``exit``: stop reading now; ``start_io`` returns and the process ends with ``code``."""
+        self.exit_code = code
+        if self._stop_event is not None:
+            self._stop_event.set()
+        task = getattr(self, "_main_task", None)
+        if task is not None and not task.done():
+            task.get_loop().call_soon(task.cancel)
+
+    def _report_loop_error(self, error: Exception) -> None:
+        self.report_server_error(error, JsonRpcInternalError)
 
     # --- settings ------------------------------------------------------------------------------
 

@@ -58,12 +58,28 @@ class LoopPipeReader:
         """One header line; ``b""`` at end of input (as pygls' reader returns)."""
         return await (await self._stream()).readline()
 
+    async def read(self) -> bytes:
+        """Whatever arrived (up to 64 KiB, at least one byte); ``b""`` at end of input."""
+        return await (await self._stream()).read(_HEADER_LIMIT)
+
     async def readexactly(self, n: int) -> bytes:
         """A body of ``n`` bytes; at end of input whatever arrived (``b""`` stops pygls)."""
         try:
             return await (await self._stream()).readexactly(n)
         except asyncio.IncompleteReadError as exc:
             return exc.partial
+
+
+class ThreadReader:
+    """``read`` for a stdin the loop cannot watch (a terminal, a regular file): one executor
+    round trip per read, as pygls' own reader does."""
+
+    def __init__(self, stdin: BinaryIO) -> None:
+        self._stdin = stdin
+
+    async def read(self) -> bytes:
+        read1 = getattr(self._stdin, "read1", None) or self._stdin.read
+        return await asyncio.get_running_loop().run_in_executor(None, read1, _HEADER_LIMIT)
 
 
 class BatchingWriter:
