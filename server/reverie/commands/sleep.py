@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         report = asyncio.run(SleepCycle(settings).run(workspace, review_date))
     except LLMError as exc:
         return fail(str(exc))
+    except OSError as exc:  # a full disk, a read-only data dir: every write is atomic, so the
+        # journal, the state and the memory are as they were before the failed write
+        where = f" ({exc.filename})" if exc.filename else ""
+        return fail(f"sleep cycle stopped: {exc.strerror or exc}{where}; nothing was half-"
+                    "written and the next run starts over")
     if args.json:
         print(json.dumps(report.to_json_dict(), indent=2))
     else:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import logging
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -75,6 +75,24 @@ def _read_regular(path: Path) -> tuple[str, float] | None:
         return os.read(fd, 4096).decode("utf-8", "replace"), info.st_mtime
     finally:
         os.close(fd)
+
+
+def _lock_fd(fd: int) -> None:
+    """An exclusive advisory lock on ``fd``, waiting for it (released when ``fd`` is closed or
+    the process dies)."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for ~10 s, then raises
+                return
+            except OSError:
+                continue
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 class PriorRecord(BaseModel):
@@ -155,11 +173,10 @@ class ConsolidationLock:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(errno.EINVAL, f"{self.guard_path} is not a regular file (remove it)")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _lock_fd(fd)
             yield
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            os.close(fd)  # closing the descriptor releases the lock
 
     # --- recovery --------------------------------------------------------------------------
     def _read_prior(self) -> PriorRecord | None:

@@ -207,7 +207,7 @@ def write_bytes(root: Path, name: str, data: bytes, mode: int = 0o600) -> None:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
-                os.fchmod(handle.fileno(), mode)
+                os.chmod(handle.fileno(), mode)  # fchmod
                 os.fsync(handle.fileno())
             os.rename(tmp, leaf, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:

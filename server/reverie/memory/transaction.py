@@ -106,9 +106,13 @@ class MemoryTransaction:
         ensure_private_dir(self.memory_dir)
         ensure_private_dir(self.staging_root)
         self.staging_dir.mkdir(mode=0o700)
-        for name in visible_files(self.memory_dir):
-            data = nofollow.read_bytes(self.memory_dir, name)
-            nofollow.write_bytes(self.staging_dir, name, data)
+        try:
+            for name in visible_files(self.memory_dir):
+                data = nofollow.read_bytes(self.memory_dir, name)
+                nofollow.write_bytes(self.staging_dir, name, data)
+        except BaseException:
+            self.abort()
+            raise
         return self.staging_dir
 
     def changes(self) -> ChangeSet:
