@@ -95,3 +95,23 @@ def test_a_bom_only_at_the_start_is_special(tmp_path: Path) -> None:
     path = tmp_path / "mid.jsonl"
     path.write_bytes(b"".join([lines[0], BOM + lines[1], *lines[2:]]))
     assert load_transcript(path).stats.skipped == load_transcript(CLAUDE).stats.skipped + 1
+
+
+def test_diagnostics_never_block_on_or_follow_memory_files(tmp_path: Path) -> None:
+    """``check_index`` (the server's diagnostics) on a memory dir whose index is a symlink to a
+    file outside and whose topic was swapped for a FIFO: reported, not followed, no hang."""
+    from reverie.memory.store import check_index, read_topic
+
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Memory\n\n- [S](s.md) - outside content\n")
+    (memory / "MEMORY.md").symlink_to(outside)
+    os.mkfifo(memory / "pipe.md")
+    started = time.monotonic()
+    problems = check_index(memory)
+    assert [p.code for p in problems] == ["unreadable"]
+    assert "symlink" in problems[0].message
+    with pytest.raises(OSError, match="not a regular file"):
+        read_topic(memory / "pipe.md")
+    assert time.monotonic() - started < 5

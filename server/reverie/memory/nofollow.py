@@ -149,6 +149,23 @@ def read_bytes(root: Path, name: str) -> bytes:
         return handle.read()
 
 
+def read_file(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` when its last component is neither a symlink nor
+    a FIFO / device (``UnsafePath``); for callers that have a path rather than a root."""
+    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(errno.ELOOP, f"{path} is a symlink; Reverie never reads through "
+                                          "it") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise UnsafePath(errno.EINVAL, f"{path} is not a regular file")
+        return handle.read()
+
+
 def kind(root: Path, name: str) -> str | None:
     """What ``root/name`` is, without following links: ``"file"``, ``"dir"``, ``"symlink"``,
     ``"other"``, or None when missing. A symlinked or non-directory parent is ``"symlink"``."""

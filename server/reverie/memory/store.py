@@ -19,6 +19,8 @@ import frontmatter
 import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
+from reverie.memory import nofollow
+
 INDEX_NAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
@@ -175,8 +177,9 @@ def parse_topic(path: Path, text: str) -> TopicFile:
 
 
 def read_topic(path: Path) -> TopicFile:
-    """Read and parse a topic file (undecodable bytes are replaced, and reported as such)."""
-    raw = path.read_bytes()
+    """Read and parse a topic file (undecodable bytes are replaced, and reported as such).
+    A symlink, FIFO or device there raises ``OSError`` instead of being followed or blocking."""
+    raw = nofollow.read_file(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -260,9 +263,10 @@ def reachable_topics(memory_dir: Path, index: ParsedIndex) -> set[str]:
         path = memory_dir / name
         if name.endswith(".md") and path.is_file() and not path.is_symlink():
             try:
-                queue.extend(linked_targets(path.read_text("utf-8", errors="replace")))
+                text = nofollow.read_file(path).decode("utf-8", errors="replace")
             except OSError:
                 continue
+            queue.extend(linked_targets(text))
     return seen
 
 
@@ -273,13 +277,20 @@ def check_index(memory_dir: Path) -> list[MemoryProblem]:
     if not memory_dir.is_dir():
         return problems
     index = ParsedIndex()
+    raw: bytes | None = None
     if index_path.is_file():
-        raw = index_path.read_bytes()
+        try:
+            raw = nofollow.read_file(index_path)
+        except OSError as exc:
+            problems.append(MemoryProblem(file=index_path, severity="error", code="unreadable",
+                                          message=f"cannot read {INDEX_NAME}: "
+                                                  f"{exc.strerror or exc}"))
+    if raw is not None:
         text = raw.decode("utf-8", errors="replace")
         index = parse_index(text)
         problems.extend(_index_size_problems(index_path, index, len(raw)))
         problems.extend(_entry_problems(memory_dir, index_path, index))
-    elif topic_names(memory_dir):
+    elif not problems and topic_names(memory_dir):
         problems.append(MemoryProblem(
             file=index_path, severity="error", code="missing-index",
             message=f"{INDEX_NAME} is missing but the memory dir has topic files",
