@@ -5,15 +5,12 @@ swap. Nothing outside the memory dir is ever read, written or deleted (issue 17.
 
 from __future__ import annotations
 
-import os
-import shutil
-import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.hostile.swap import Swapper
 
 from reverie.memory.history import MemoryHistory, RunRecord, new_run_id
 from reverie.memory.transaction import MemoryTransaction, TransactionError, recover
@@ -47,52 +44,6 @@ def _snapshot(outside: Path) -> dict[str, tuple[bytes, int]]:
     return {str(p.relative_to(outside)): (p.read_bytes() if p.is_file() else b"dir",
                                           p.lstat().st_mtime_ns)
             for p in sorted(outside.rglob("*"))}
-
-
-class Swapper:
-    """Swaps ``memory/swap`` between a real directory and a symlink to ``outside``."""
-
-    def __init__(self, memory: Path, outside: Path) -> None:
-        self.real = memory / "swap"
-        self.parked = memory / ".swap-parked"
-        self.outside = outside
-        self.stop = threading.Event()
-        self.swaps = 0
-        #: pause between swaps (the apply phase slows down so that some applies get through)
-        self.interval = 0.0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                os.rename(self.real, self.parked)
-            except OSError:
-                time.sleep(0.0005)
-                continue
-            try:
-                os.symlink(self.outside, self.real)
-                time.sleep(0.0002)
-                os.unlink(self.real)
-            except FileExistsError:
-                pass
-            while self.parked.exists():
-                if self.real.is_dir() and not self.real.is_symlink():
-                    shutil.rmtree(self.real, ignore_errors=True)
-                try:
-                    os.rename(self.parked, self.real)
-                except OSError:
-                    continue
-            self.swaps += 1
-            if self.interval:
-                time.sleep(self.interval)
-
-    def __enter__(self) -> Swapper:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
 
 
 SEGMENTS = st.sampled_from([
@@ -153,7 +104,7 @@ def test_gate_fuzz_with_live_symlinks_and_a_concurrent_swap(tmp_path: Path) -> N
             assert CANARY not in outcome.content, (tool, args, outcome.content[:300])
         assert _snapshot(outside) == before
 
-    with Swapper(memory, outside) as swapper:
+    with Swapper(memory / "swap", outside) as swapper:
         run()
         # apply what the calls staged, then more runs, all while the swap goes on
         swapper.interval = 0.02

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from tests.hostile.swap import Swapper
 
 from reverie.memory import nofollow
 from reverie.memory.history import MemoryHistory
@@ -109,43 +108,13 @@ def test_undo_restores_what_an_apply_overwrote(tmp_path: Path) -> None:
     assert [r.source for r in MemoryHistory(memory).runs()] == ["undo", "manual"]
 
 
-def _swapper(memory: Path, outside: Path, stop: threading.Event, swaps: list[int]) -> None:
-    """Swap ``memory/sub`` between a real directory and a symlink to ``outside``. (The writer
-    may re-create a missing ``sub`` in between: that directory is dropped again.)"""
-    real = memory / "sub"
-    parked = memory / ".sub-parked"
-    while not stop.is_set():
-        try:
-            os.rename(real, parked)
-        except OSError:
-            continue
-        try:
-            os.symlink(outside, real)
-            time.sleep(0)
-            os.unlink(real)
-        except FileExistsError:
-            pass
-        while parked.exists():
-            if real.is_dir() and not real.is_symlink():
-                shutil.rmtree(real, ignore_errors=True)
-            try:
-                os.rename(parked, real)
-            except OSError:
-                continue
-        swaps[0] += 1
-
-
 def test_concurrent_symlink_swap_never_redirects_a_write(tmp_path: Path) -> None:
     """Issue 17.13: a thread swaps a directory for a symlink while writes happen; 0 land
     outside (the old code let 22 of 815 through)."""
     memory, outside = _memory(tmp_path)
     (memory / "sub").mkdir()
-    stop = threading.Event()
-    swaps = [0]
-    thread = threading.Thread(target=_swapper, args=(memory, outside, stop, swaps))
-    thread.start()
     written = refused = 0
-    try:
+    with Swapper(memory / "sub", outside) as swapper:
         deadline = time.monotonic() + 1.5
         i = 0
         while time.monotonic() < deadline or i < 800:
@@ -155,10 +124,7 @@ def test_concurrent_symlink_swap_never_redirects_a_write(tmp_path: Path) -> None
                 written += 1
             except (nofollow.UnsafePath, FileNotFoundError):
                 refused += 1
-    finally:
-        stop.set()
-        thread.join()
-    assert swaps[0] > 50, swaps
+    assert swapper.swaps > 50, swapper.swaps
     assert written > 0 and refused > 0, (written, refused)
     assert _outside_entries(outside) == ["x.md"], "a write followed the swapped-in symlink"
     assert (outside / "x.md").read_text() == "precious\n"
@@ -171,11 +137,7 @@ def test_the_swap_does_redirect_a_plain_path_write(tmp_path: Path) -> None:
 
     memory, outside = _memory(tmp_path)
     (memory / "sub").mkdir()
-    stop = threading.Event()
-    swaps = [0]
-    thread = threading.Thread(target=_swapper, args=(memory, outside, stop, swaps))
-    thread.start()
-    try:
+    with Swapper(memory / "sub", outside):
         for i in range(5000):
             try:
                 atomic_write_bytes(memory / "sub" / f"w{i}.md", b"data\n")
@@ -183,7 +145,4 @@ def test_the_swap_does_redirect_a_plain_path_write(tmp_path: Path) -> None:
                 continue
             if len(_outside_entries(outside)) > 1:
                 break
-    finally:
-        stop.set()
-        thread.join()
     assert len(_outside_entries(outside)) > 1
