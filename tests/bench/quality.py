@@ -54,8 +54,8 @@ def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
 
 def table(results: Sequence[PathResult]) -> str:
     head = (f"{'path':<6} {'project':<12} {'recall':>6} {'prec':>5} {'wrong':>5} {'leaks':>5} "
-            f"{'>150':>4} {'hand':>4} {'lines':>5} {'entries':>7} {'runs':>4} {'seconds':>7} "
-            f"{'s/sess':>6} {'job/sess':>8}")
+            f"{'>150':>4} {'hand':>4} {'chat':>4} {'lines':>5} {'entries':>7} {'runs':>4} "
+            f"{'seconds':>7} {'s/sess':>6} {'job/sess':>8}")
     rows = [head, "-" * len(head)]
     ordered = sorted(results, key=lambda r: (PATHS.index(r.path), r.project))
     combined = totals(results)
@@ -67,7 +67,8 @@ def table(results: Sequence[PathResult]) -> str:
         hand = (f"{len(s.hand_kept)}/{len(s.hand_expected)}" if s.hand_expected else "-")
         rows.append(
             f"{result.path:<6} {result.project:<12} {_pct(s.recall):>6} {_pct(s.precision):>5} "
-            f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {hand:>4} {s.lines:>5} "
+            f"{s.wrong:>5} {s.leaks:>5} {s.long_index_lines:>4} {hand:>4} "
+            f"{s.chatty if result.path != 'notes' else '-':>4} {s.lines:>5} "
             f"{result.entries if result.path != 'notes' else '-':>7} {result.runs:>4} "
             f"{result.seconds:7.2f} {per} {job}")
     return "\n".join(rows)

@@ -295,6 +295,9 @@ def run_project(name: str, *, paths: tuple[str, ...] = PATHS, subprocess: bool =
                 session_score = score_files({f"{entry.key}.md": text} if text else {}, labels,
                                             "notes", expected_facts(labels, "notes", entry.key),
                                             aliases=box.aliases())
+                # per-session ids, so a fact missed in one session's notes shows as missed
+                session_score.expected = [f"{entry.key}:{f}" for f in session_score.expected]
+                session_score.matched = [f"{entry.key}:{f}" for f in session_score.matched]
                 notes.score.merge(session_score)
                 notes.per_session[entry.key] = {
                     "recall": session_score.recall, "precision": session_score.precision,

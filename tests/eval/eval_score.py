@@ -244,6 +244,13 @@ class Score:
         return self.count("wrong")
 
     @property
+    def chatty(self) -> int:
+        """Useful entries still worded as chat ("you", "we", "let's", "please") rather than as
+        a plain statement (issue 12: "Use pnpm, never npm", not the user's sentence)."""
+        return sum(1 for v in self.verdicts if v.label == "useful" and not v.entry.index
+                   and _CHAT.search(_CODE.sub("", claim_of(v.entry).plain)))
+
+    @property
     def missed(self) -> list[str]:
         return [f for f in self.expected if f not in self.matched]
 
@@ -251,7 +258,7 @@ class Score:
         return {
             "recall": self.recall, "precision": self.precision, "wrong": self.wrong,
             "lines": self.lines, "useful": self.count("useful"), "noise": self.count("noise"),
-            "other": self.count("other"), "leaks": self.leaks,
+            "other": self.count("other"), "chatty": self.chatty, "leaks": self.leaks,
             "long_index_lines": self.long_index_lines,
             "facts_expected": len(self.expected), "facts_matched": len(self.matched),
             "hand_expected": len(self.hand_expected), "hand_kept": len(self.hand_kept),
@@ -262,6 +269,9 @@ class Score:
                           for v in self.verdicts if v.label in ("wrong", "noise", "other")],
         }
 
+
+_CHAT = re.compile(r"\b(you|your|me|we|let's|let us|I'll|I'm|I've|please|thanks)\b", re.I)
+_CODE = re.compile(r"`[^`]*`")
 
 #: a superseded statement kept as history: "(formerly: Use SWR; replaced on 2026-11-12)"
 _FORMERLY = re.compile(r"\((formerly|previously|superseded|replaced)\b.*$",

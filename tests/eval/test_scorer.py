@@ -26,6 +26,7 @@ def test_gold_memory_is_perfect(name: str) -> None:
     assert (score.recall, score.precision, score.wrong, score.leaks) == (1.0, 1.0, 0, 0)
     assert score.hand_kept == score.hand_expected != []
     assert score.long_index_lines == 0
+    assert score.chatty == 0
 
 
 def test_each_defect_counts() -> None:
@@ -45,6 +46,8 @@ def test_each_defect_counts() -> None:
     assert score.count("other") >= 2  # the unlabelled line and the secret line
     assert score.leaks == 1 and score.long_index_lines == 1
     assert score.missed == ["lint-before-done"]
+    assert _score("acme-web", {"x.md": "- Before you say done, run `pnpm lint`, please.\n"}
+                  ).chatty == 1
     assert score.precision is not None and score.precision < 1
 
 
