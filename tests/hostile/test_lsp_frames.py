@@ -231,3 +231,24 @@ def test_rejected_huge_requests_do_not_grow_the_server(workspace: Path, logs: Pa
         _assert_clean(server)
     finally:
         server.kill()
+
+
+def test_a_fifo_lock_does_not_hang_the_server(workspace: Path, logs: Path, tmp_path: Path) -> None:
+    """Issue 17.8: ``lockStatus`` (and then shutdown) with a FIFO as ``.consolidate-lock``."""
+    import os
+
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    os.mkfifo(memory / ".consolidate-lock")
+    server = RawServer(workspace, logs, env={"REVERIE_MEMORY_DIR": str(memory)})
+    try:
+        server.initialize()
+        msg_id = server.request("workspace/executeCommand",
+                                {"command": "reverie.server.lockStatus", "arguments": [{}]})
+        answer = server.response(msg_id, timeout=20)
+        assert answer is not None and "result" in answer, answer
+        assert answer["result"]["holder_pid"] is None
+        assert server.close() == 0
+        _assert_clean(server)
+    finally:
+        server.kill()

@@ -146,3 +146,23 @@ def test_the_swap_does_redirect_a_plain_path_write(tmp_path: Path) -> None:
             if len(_outside_entries(outside)) > 1:
                 break
     assert len(_outside_entries(outside)) > 1
+
+
+def test_the_lstat_fallback_refuses_the_same(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``dir_fd`` is missing (Windows) the same symlinks are refused by an ``lstat`` walk
+    (not race-free there; docs/security.md), and plain writes still work."""
+    monkeypatch.setattr(nofollow, "HAS_DIR_FD", False)
+    memory, outside = _memory(tmp_path)
+    (memory / "sub").symlink_to(outside)
+    (memory / "leak.md").symlink_to(outside / "x.md")
+    for name in ("sub/x.md", "leak.md"):
+        with pytest.raises(nofollow.UnsafePath):
+            nofollow.write_bytes(memory, name, b"evil")
+        with pytest.raises(nofollow.UnsafePath):
+            nofollow.read_bytes(memory, name)
+    nofollow.write_bytes(memory, "deep/er/new.md", b"ok\n")
+    assert nofollow.read_bytes(memory, "deep/er/new.md") == b"ok\n"
+    assert nofollow.unlink(memory, "deep/er/new.md")
+    assert not (memory / "deep").exists()  # emptied parents go too, as with dir_fd
+    assert (outside / "x.md").read_text() == "precious\n"

@@ -245,6 +245,11 @@ def unlink(root: Path, name: str) -> bool:
             (parent / parts[-1]).unlink()
         except FileNotFoundError:
             return False
+        for depth in range(len(parts) - 1, 0, -1):
+            try:
+                root.joinpath(*parts[:depth]).rmdir()
+            except OSError:
+                break
         return True
     try:
         with open_dir(root, parts[:-1]) as dfd:
