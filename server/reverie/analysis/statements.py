@@ -145,14 +145,20 @@ _DECISION = re.compile(
     r"|\bno longer use\b|\breplace [\w.@/-]+ with\b|\binstead of [\w.@/-]+,? (?:we|use|go)\b"
     r"|^\s*(?:actually|no|wait)\b.{0,20}\bmake it\b",
 )
+_NOUNS = (r"(?:hook|function|method|class|component|module|file|folder|directory|page|section|"
+          r"variable|field|column|table|endpoint|route|type|package|command|flag|option|script|"
+          r"job|task|service|model|view|crate)")
+_NAME = r"[`'\"]?([\w./@:-]+?)(?:\(\))?[`'\"]?"
 _RENAME = re.compile(
-    r"\brenam(?:e|ed|ing)\s+(?:the\s+)?(?:\w+\s+)?[`'\"]?([\w./@:-]+)(?:\(\))?[`'\"]?"
-    r"(?:\s+(?:hook|function|method|class|component|module|file|folder|directory|page|"
-    r"section|variable|field|column|table|endpoint|route|type|package|command|flag|option))?"
-    r"\s+(?:to|as|into)\s+[`'\"]?([\w./@:-]+)(?:\(\))?[`'\"]?"
-    r"|[`'\"]?([\w./@:-]+)[`'\"]? is now (?:called|named)\s+[`'\"]?([\w./@:-]+)[`'\"]?",
+    # "rename the Guide section to How-to" (name, then what it is) is tried first
+    rf"\brenam(?:e|ed|ing)\s+(?:the\s+|our\s+|my\s+)?{_NAME}\s+{_NOUNS}\s+(?:to|as|into)\s+{_NAME}"
+    rf"(?=[.,;:!?)]*(?:\s|$))"
+    rf"|\brenam(?:e|ed|ing)\s+(?:the\s+|our\s+|my\s+)?(?:{_NOUNS}\s+)?{_NAME}\s+(?:to|as|into)\s+"
+    rf"{_NAME}(?=[.,;:!?)]*(?:\s|$))"
+    rf"|{_NAME} is now (?:called|named)\s+{_NAME}(?=[.,;:!?)]*(?:\s|$))",
     re.IGNORECASE,
 )
+_PRONOUNS = frozenset({"it", "this", "that", "them", "these", "those", "everything"})
 _REPLACED = re.compile(
     r"\b(?:drop(?:ping)?|instead of|no longer use|replace|from|not|rather than|over)\s+"
     r"(?:the\s+|using\s+)?[`'\"]?([\w.@/-]+)",
@@ -352,9 +358,10 @@ def _statement(sentence: str, position: int) -> Statement | None:
     renaming = "renam" in low or "now called" in low or "now named" in low
     rename = _RENAME.search(sentence) if renaming else None
     if rename is not None:
-        old = rename.group(1) or rename.group(3)
-        new = rename.group(2) or rename.group(4)
-        return Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new)
+        names = [g for g in rename.groups() if g]
+        old, new = names[0], names[1]
+        if old.lower() not in _PRONOUNS:
+            return Statement(StatementKind.RENAME, sentence, f"name-of-{old}", old, new)
     if _may(low, _DECISION_KEYS) and _DECISION.search(low):
         replaced = _word_after(_REPLACED, sentence)
         chosen = _chosen(sentence)

@@ -132,6 +132,11 @@ def test_rename_asked_as_a_task_is_both() -> None:
     assert task == "Rename the `useCartStore` hook to `useBasket` everywhere"
     [rename], _ = split_request("rename invoice_total() to compute_invoice_total() please")
     assert (rename.replaces, rename.chosen) == ("invoice_total", "compute_invoice_total")
+    [rename], _ = split_request("Rename the Guide section to How-to.")
+    assert (rename.replaces, rename.chosen) == ("Guide", "How-to")
+    [rename], _ = split_request("rename src/a.py to src/b.py")
+    assert (rename.replaces, rename.chosen) == ("src/a.py", "src/b.py")
+    assert split_request("rename it to foo")[0] == []  # a pronoun names nothing
 
 
 def test_choice_of_skips_negated_terms() -> None:
