@@ -29,27 +29,11 @@ from typing import Any
 EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
 sys.path.insert(0, str(EVAL_DIR))
 
-from eval_harness import PATHS, PathResult, project_names, run_all  # noqa: E402
-from eval_score import Score  # noqa: E402
+from eval_harness import PATHS, PathResult, pool, project_names, run_all  # noqa: E402
 
 
 def _pct(value: float | None) -> str:
     return "   -" if value is None else f"{value * 100:4.0f}%"
-
-
-def totals(results: Sequence[PathResult]) -> dict[str, PathResult]:
-    """One combined result per engine path (facts and lines pooled over the projects)."""
-    out: dict[str, PathResult] = {}
-    for result in results:
-        total = out.setdefault(result.path, PathResult(result.path, "ALL", Score()))
-        total.score.merge(result.score)
-        total.seconds += result.seconds
-        total.engine_seconds += result.engine_seconds
-        total.runs += result.runs
-        total.sessions += result.sessions
-        total.entries += result.entries
-        total.errors += result.errors
-    return out
 
 
 def table(results: Sequence[PathResult]) -> str:
@@ -58,8 +42,10 @@ def table(results: Sequence[PathResult]) -> str:
             f"{'seconds':>7} {'s/sess':>6} {'job/sess':>8}")
     rows = [head, "-" * len(head)]
     ordered = sorted(results, key=lambda r: (PATHS.index(r.path), r.project))
-    combined = totals(results)
-    for result in [*ordered, *(combined[p] for p in PATHS if p in combined)]:
+    combined = pool(list(results))
+    heldout = pool(list(results), heldout=True)
+    for result in [*ordered, *(combined[p] for p in PATHS if p in combined),
+                   *(heldout[p] for p in PATHS if p in heldout)]:
         s = result.score
         per = f"{result.seconds / result.sessions:6.3f}" if result.sessions else "     -"
         job = (f"{result.engine_seconds / result.sessions:8.3f}"
@@ -91,9 +77,11 @@ def details(results: Sequence[PathResult]) -> str:
 
 
 def as_json(results: Sequence[PathResult]) -> dict[str, Any]:
-    combined = totals(results)
+    combined = pool(list(results))
+    heldout = pool(list(results), heldout=True)
     return {"results": [r.as_json() for r in results],
-            "totals": {p: combined[p].as_json() for p in PATHS if p in combined}}
+            "totals": {p: combined[p].as_json() for p in PATHS if p in combined},
+            "heldout": {p: heldout[p].as_json() for p in PATHS if p in heldout}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

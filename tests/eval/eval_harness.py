@@ -230,6 +230,7 @@ class PathResult:
     files: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     per_session: dict[str, dict[str, Any]] = field(default_factory=dict)
+    heldout: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "project": self.project, **self.score.as_json(),
@@ -238,7 +239,7 @@ class PathResult:
                 "sessions": self.sessions,
                 "seconds_per_session": round(self.seconds / self.sessions, 4)
                 if self.sessions else None,
-                "entries": self.entries, "errors": self.errors,
+                "entries": self.entries, "errors": self.errors, "heldout": self.heldout,
                 "per_session": self.per_session}
 
 
@@ -364,5 +365,28 @@ def _sleep(fixture: Fixture, box: Sandbox, subprocess: bool,
 def run_all(names: list[str] | None = None, **kwargs: Any) -> list[PathResult]:
     out: list[PathResult] = []
     for name in names or project_names():
-        out += run_project(name, **kwargs)
+        results = run_project(name, **kwargs)
+        heldout = Fixture.load(name).labels.heldout
+        for result in results:
+            result.heldout = heldout
+        out += results
+    return out
+
+
+def pool(results: list[PathResult], *, heldout: bool = False) -> dict[str, PathResult]:
+    """One result per engine path over the tuned projects (or over the held-out ones)."""
+    out: dict[str, PathResult] = {}
+    for result in results:
+        if result.heldout != heldout:
+            continue
+        total = out.setdefault(result.path, PathResult(result.path,
+                                                       "HELD-OUT" if heldout else "ALL",
+                                                       Score(), heldout=heldout))
+        total.score.merge(result.score)
+        total.seconds += result.seconds
+        total.engine_seconds += result.engine_seconds
+        total.runs += result.runs
+        total.sessions += result.sessions
+        total.entries += result.entries
+        total.errors += result.errors
     return out

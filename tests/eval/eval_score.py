@@ -86,6 +86,7 @@ class Labels:
     secrets: list[str]
     hand: list[tuple[str, str]] = field(default_factory=list)  # (id, text) written by hand
     hand_patterns: list[Pattern] = field(default_factory=list)
+    heldout: bool = False  # written after the engines were tuned: reported and floored apart
 
     def in_scope(self, items: list[Pattern], scope: Scope) -> list[Pattern]:
         return [p for p in items if scope in p.scopes]
@@ -135,6 +136,7 @@ def load_labels(path: Path) -> Labels:
         secrets=list(data.get("secrets", {}).get("values", [])),
         hand=[(str(h["id"]), str(h["text"])) for h in data.get("hand", [])],
         hand_patterns=[p for p in _items(data, "hand", both, name) if p.regexes],
+        heldout=bool(data.get("project", {}).get("heldout", False)),
     )
 
 

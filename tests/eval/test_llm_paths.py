@@ -19,10 +19,11 @@ from eval_llm import LlmResult, pooled, run_llm_all
 
 # path: (min share of runs whose brief carries: facts, evidence, previous memory, newer-wins
 #        rule, formerly-form rule, never-keep rule; max long index lines; max noise lines kept)
-# Measured on main on 2026-12-01 (before issue 12's prompt work); share of *facts* found.
+# Measured on main on 2026-12-01 (before issue 12's prompt work), all 5 projects (23 runs per
+# path; counts grow with the set); share of *facts* found.
 LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
-    "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 8),
-    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 0, 8),  # REM lines cut to 150 (fit_entry)
+    "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 10),
+    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 0, 10),  # REM lines cut to 150 (fit_entry)
 }
 #: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)
@@ -31,7 +32,7 @@ MAX_SECRETS_SENT: dict[str, int] = {"dream": 0, "sleep": 0}
 #: notes-writer requests (made on each path's sandbox) that carry raw agent wrappers such as
 #: <ide_opened_file>, <task-notification>, the /clear record or an expanded /init prompt; the
 #: goal is 0 (mark or drop them before the model reads the conversation)
-MAX_WRAPPERS_SENT: dict[str, int] = {"dream": 3, "sleep": 3}
+MAX_WRAPPERS_SENT: dict[str, int] = {"dream": 4, "sleep": 4}
 
 LLM_GOAL: tuple[float, float, float, float, float, float, int, int] = (
     0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0)

@@ -15,8 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_harness import PATHS, PathResult, project_names, run_all
-from eval_score import Score
+from eval_harness import PATHS, PathResult, pool, project_names, run_all
 
 # path: (min recall, min precision, max wrong claims, max leaked secrets, max index lines > 150)
 # Set at what main achieves, less a small margin (figures: tests/bench/README.md, "quality").
@@ -38,6 +37,15 @@ FLOORS: dict[str, tuple[float, float, int, int, int]] = {
     "sleep": (0.95, 0.95, 0, 0, 0),
 }
 
+#: the held-out project (tests/fixtures/eval/relay, written after the engines were tuned on the
+#: others): the same columns, measured on main 2026-12-01 16:15 (notes 100% / 97% / 2 wrong;
+#: dream and sleep 82% recall / 88% precision / 2 wrong)
+FLOORS_HELDOUT: dict[str, tuple[float, float, int, int, int]] = {
+    "notes": (0.95, 0.93, 2, 0, 0),
+    "dream": (0.80, 0.85, 2, 0, 0),
+    "sleep": (0.80, 0.85, 2, 0, 0),
+}
+
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no
 #: index line over 150 characters, on every path
 GOAL: tuple[float, float, int, int, int] = (0.90, 0.90, 0, 0, 0)
@@ -48,22 +56,25 @@ MAX_DREAM_SECONDS_PER_SESSION = 2.0
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, PathResult]:
-    pooled: dict[str, PathResult] = {}
-    for result in run_all(project_names()):
-        total = pooled.setdefault(result.path, PathResult(result.path, "ALL", Score()))
-        total.score.merge(result.score)
-        total.seconds += result.seconds
-        total.sessions += result.sessions
-        total.errors += result.errors
-    return pooled
+def all_results() -> list[PathResult]:
+    return run_all(project_names())
+
+
+@pytest.fixture(scope="module")
+def results(all_results: list[PathResult]) -> dict[str, PathResult]:
+    return pool(all_results)
+
+
+@pytest.fixture(scope="module")
+def heldout(all_results: list[PathResult]) -> dict[str, PathResult]:
+    return pool(all_results, heldout=True)
 
 
 def test_the_set_is_big_enough() -> None:
     from eval_harness import Fixture
 
     fixtures = [Fixture.load(name) for name in project_names()]
-    multi = [f for f in fixtures if len(f.sessions) >= 2]
+    multi = [f for f in fixtures if len(f.sessions) >= 2 and not f.labels.heldout]
     agents = {s.agent for f in fixtures for s in f.sessions}
     assert len(multi) >= 4 and sum(len(f.sessions) for f in fixtures) >= 15
     assert agents == {"claude-code", "codex", "gemini-cli", "aider"}
@@ -71,9 +82,17 @@ def test_the_set_is_big_enough() -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_path_does_not_regress(results: dict[str, PathResult], path: str) -> None:
-    result = results[path]
-    score = result.score
-    recall, precision, wrong, leaks, long_lines = FLOORS[path]
+    _check(results[path], FLOORS[path])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_held_out_path_does_not_regress(heldout: dict[str, PathResult], path: str) -> None:
+    _check(heldout[path], FLOORS_HELDOUT[path])
+
+
+def _check(result: PathResult, floors: tuple[float, float, int, int, int]) -> None:
+    path, score = result.path, result.score
+    recall, precision, wrong, leaks, long_lines = floors
     assert not result.errors, result.errors
     summary = (f"{path}: recall {score.recall}, precision {score.precision}, wrong {score.wrong},"
                f" leaks {score.leaks}, index lines > 150: {score.long_index_lines}; "
@@ -89,7 +108,8 @@ def test_path_does_not_regress(results: dict[str, PathResult], path: str) -> Non
 
 def test_floors_never_pass_the_goal() -> None:
     """A floor above the goal (or a goal below the issue's) is a typo."""
-    for recall, precision, wrong, leaks, long_lines in FLOORS.values():
+    for recall, precision, wrong, leaks, long_lines in [*FLOORS.values(),
+                                                       *FLOORS_HELDOUT.values()]:
         assert recall <= 1 and precision <= 1 and min(wrong, leaks, long_lines) >= 0
     assert GOAL == (0.90, 0.90, 0, 0, 0)
 
