@@ -38,6 +38,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -450,8 +451,15 @@ class CliAgentClient:
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, SIGKILL it if it is still there a moment later."""
+    """SIGTERM the process group, SIGKILL it if it is still there a moment later (POSIX).
+    On Windows there are no process groups to signal: the process tree is terminated through
+    psutil, children first."""
     if proc.returncode is not None:
+        return
+    if sys.platform == "win32":
+        await asyncio.to_thread(_terminate_tree, proc.pid)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 5.0)
         return
     for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -461,6 +469,19 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
             return
         except TimeoutError:
             continue
+
+
+def _terminate_tree(pid: int) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        family = [*root.children(recursive=True), root]
+    except psutil.Error:
+        return
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
 
 
 def workdir_for(data_dir: Path) -> Path:
