@@ -652,6 +652,10 @@ def _redact_marked_lines(text: str) -> tuple[str, int]:
 def _redact(text: str, trigger: _Re2Trigger | None) -> tuple[str, int]:
     total = 0
     for rule in _rules_for(text, trigger):
+        # a search without a callback is cheaper than ``sub`` when nothing matches (most texts)
+        first = rule.pattern.search(text)
+        if first is None:
+            continue
         count = 0
 
         def substitute(match: re.Match[str], rule: _Rule = rule) -> str:
