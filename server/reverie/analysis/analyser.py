@@ -61,6 +61,7 @@ from reverie.analysis.statements import (
 )
 from reverie.redact import redact
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
+from reverie.transcripts.redacted import redact_message, redact_session
 from reverie.transcripts.wrappers import UserTextKind, classify_user_text
 
 #: Tools that poll a running command (Codex's PTY): their results repeat the command's own.
@@ -251,6 +252,10 @@ class SessionAnalyser:
 
     def feed(self, message: Message) -> None:
         """Take one message into account (it is not kept)."""
+        # redacted whole first: pieces are shortened below, and a piece cut before redaction
+        # can keep part of a secret no rule recognises
+        message, found = redact_message(message)
+        self._redactions += found
         self._count("messages")
         if message.timestamp is not None:
             if self._started is None or message.timestamp < self._started:
@@ -609,6 +614,8 @@ class SessionAnalyser:
         when it was not known at the start)."""
         self._settle_user_command()
         session = session or self.session
+        if session is not None:
+            session = redact_session(session)  # its title is shortened below
         roots = [r.rstrip("/") for r in (
             session.cwd if session else None,
             str(self.workspace) if self.workspace else None,

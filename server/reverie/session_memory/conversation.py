@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reverie.analysis.outcomes import first_line, result_failed, shorten
+from reverie.redact import redact
 from reverie.transcripts.model import Message, ToolCall
 
 __all__ = ["first_line", "render_message", "render_messages", "result_failed", "shorten"]
@@ -19,12 +20,21 @@ TOOL_OUTPUT_CHARS = 1_500
 TEXT_CHARS = 6_000
 
 
+#: text each end of a clip is redacted with beyond the cut, so a secret across it is seen whole
+_CLIP_MARGIN = 1024
+
+
 def _clip(text: str, limit: int) -> str:
+    """The start and the end of a long ``text``. Each end is redacted before it is cut (a cut
+    through a secret would leave part of it that no rule recognises); the rendered message is
+    redacted again as a whole."""
     if len(text) <= limit:
         return text
     head = limit * 2 // 3
     tail = limit - head
-    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}"
+    start = redact(text[: head + _CLIP_MARGIN])[0][:head]
+    end = redact(text[-(tail + _CLIP_MARGIN):])[0][-tail:]
+    return f"{start}\n[... {len(text) - limit} characters cut ...]\n{end}"
 
 
 def _render_call(call: ToolCall) -> str:

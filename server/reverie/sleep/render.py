@@ -12,16 +12,19 @@ _TOOL_OUTPUT_CHARS = 400
 
 
 def _message_lines(message: Message) -> list[str]:
+    """Each piece redacted before it is cut: a cut can leave part of a secret no rule knows."""
     lines: list[str] = []
-    text = message.text.strip()
+    text = redact_text(message.text.strip())
     if text:
         lines.append(f"{message.role}: {text}")
     for call in message.tool_calls:
-        target = call.command or ", ".join(call.file_paths) or ""
+        target = redact_text(call.command or ", ".join(call.file_paths) or "")
         lines.append(f"[{call.name} {call.kind.value}] {target}".rstrip())
     for result in message.tool_results:
         status = "error" if result.is_error or (result.exit_code or 0) != 0 else "ok"
-        output = " ".join(result.output.split())[:_TOOL_OUTPUT_CHARS]
+        # redacted with text to spare after the cut, so a secret across it is seen whole
+        output = " ".join(result.output.split())[: _TOOL_OUTPUT_CHARS + 1024]
+        output = redact_text(output)[:_TOOL_OUTPUT_CHARS]
         lines.append(f"[result {status}] {output}".rstrip())
     return lines
 
@@ -38,7 +41,7 @@ def render_session(
         header.append(f"cwd: {session.cwd}")
     parts = ["\n".join(header)]
     if notes and notes.strip():
-        parts.append("### Session notes\n" + notes.strip()[: budget // 4])
+        parts.append("### Session notes\n" + redact_text(notes.strip())[: budget // 4])
     body: list[str] = []
     for message in transcript.messages:
         if message.is_meta or message.is_sidechain:

@@ -38,14 +38,14 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def _probes(secret: str) -> list[str]:
-    """What must not be found: each line of the secret, and the middle of a long one (a
-    shortened title or line can keep part of a secret)."""
+    """What must not be found: each line of the secret, and the start and the middle of a long
+    one (a line shortened before redaction can keep part of a secret)."""
     probes = []
     for line in secret.split("\n"):
         probes.append(line)
         if len(line) >= 16:
             middle = len(line) // 2
-            probes.append(line[middle - 6:middle + 6])
+            probes += [line[:12], line[middle - 6:middle + 6]]
     return probes
 
 
