@@ -79,9 +79,17 @@ def _topic_heads(memory_dir: Path, index: Path) -> dict[str, list[str]]:
         if not entry.is_local or not path.is_file() or entry.target_path in heads:
             continue
         body = read_topic(path).body.splitlines()
-        facts = [line for line in body if line.startswith(("- ", "* "))]
-        heads[entry.target_path] = facts[:TOPIC_LINES] or [
-            line for line in body if line.strip()][:TOPIC_LINES]
+        shown: list[str] = []
+        bullets = 0
+        for line in body:
+            if line.startswith(("- ", "* ")):
+                bullets += 1
+                if bullets > TOPIC_LINES:
+                    break
+                shown.append(line)
+            elif shown and line.startswith((" ", "\t")) and line.strip():
+                shown.append(line)  # what a fact replaced ("formerly …") belongs with it
+        heads[entry.target_path] = shown or [line for line in body if line.strip()][:TOPIC_LINES]
     return heads
 
 
@@ -96,7 +104,7 @@ def _build(base: Path) -> dict[str, Any]:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     settings = Settings(data_dir=data_dir, config_dir=base / "config", agent_home=agent_home,
                         provider="offline")
-    installed = install_samples(agent_home, workspace)
+    installed = install_samples(agent_home, workspace, demo_project=True)
     notes = asyncio.run(_notes(settings, workspace))
     runner = DreamRunner(settings)
     result = asyncio.run(runner.run(DreamRequest(

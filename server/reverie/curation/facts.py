@@ -89,12 +89,23 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9`]+", " ", text.lower()).split())
 
 
+def picks(fact: Fact) -> bool:
+    """The statement is about which option its (one-choice) subject uses ("use pnpm"), not
+    about something else that happens to name it ("run `pnpm lint` before …")."""
+    if not (fact.exclusive and fact.choice):
+        return False
+    return re.search(rf"\b(?:use|uses|using|is|on|with|to)\s+`?{re.escape(fact.choice)}\b",
+                     fact.text, re.IGNORECASE) is not None
+
+
 def same_claim(old: Fact, new: Fact) -> bool:
     """True when ``new`` restates ``old`` rather than contradicting it."""
     if normalise(old.text) == normalise(new.text):
         return True
     if old.kind in ("command", "fix") or new.kind in ("command", "fix"):
         return _CODE.findall(old.text)[:1] == _CODE.findall(new.text)[:1] != []
+    if picks(old) and picks(new) and old.subject == new.subject and old.choice == new.choice:
+        return True  # "This repo uses pnpm — never npm" and "Don't use npm — use pnpm"
     if bool(_NEGATION.search(old.text.lower())) != bool(_NEGATION.search(new.text.lower())):
         return False
     a, b = words(old.text), words(new.text)
@@ -258,8 +269,8 @@ class FactBook:
         if fact.at >= current.at:
             current.at = fact.at
             current.session = fact.session or current.session
-            if not current.user:
-                current.text = fact.text  # the latest wording
+            if not current.user and len(words(fact.text)) >= len(words(current.text)) - 2:
+                current.text = fact.text  # the latest wording, unless it says much less
                 current.label = fact.label or current.label
 
     def _replace(self, olds: list[Fact], fact: Fact) -> None:

@@ -58,11 +58,18 @@ def choice_of(text: str, subject: str) -> str | None:
 def subject_fields(subject: str, text: str) -> dict[str, object]:
     """The subject, label and choice of a statement."""
     known = known_subject(subject)
+    exclusive = subject in EXCLUSIVE
+    choice = choice_of(text, subject) if known else None
+    # a one-choice subject labels only statements about the choice ("use pnpm"), not every
+    # statement that names the tool ("run `pnpm lint` before you finish")
+    labelled = known and (not exclusive or (choice is not None and re.search(
+        rf"\b(?:use|uses|using|is|on|with|to)\s+`?{re.escape(choice)}\b", text,
+        re.IGNORECASE) is not None))
     return {
         "subject": subject,
-        "label": humanise(subject) if known else "",
-        "exclusive": subject in EXCLUSIVE,
-        "choice": choice_of(text, subject) if known else None,
+        "label": humanise(subject) if labelled else "",
+        "exclusive": exclusive,
+        "choice": choice,
     }
 
 

@@ -82,7 +82,9 @@ def spec_for(fact: Fact) -> TopicSpec:
     if fact.kind == "command":
         category = fact.slot.split(":")[1] if fact.slot.count(":") >= 1 else ""
         return _BY_KEY.get(COMMAND_AREAS.get(category, ""), SCRIPTS)
-    subject_words = _tokens(fact.subject.replace("-", " ") + " " + fact.label)
+    # a rename's subject is "name-of-<old name>": only its text says what it is about
+    subject = "" if fact.kind == "rename" else fact.subject
+    subject_words = _tokens(subject.replace("-", " ") + " " + fact.label)
     text_words = _tokens(fact.text)
     for pool in (subject_words, subject_words | text_words):
         for area in AREAS:

@@ -51,17 +51,21 @@ def _rewrite(data: bytes, old: set[str], new: str) -> bytes:
 
 
 def install_samples(agent_home: Path, workspace: Path, *, spacing_seconds: float = 60.0,
-                    ) -> list[Path]:
+                    demo_project: bool = False) -> list[Path]:
     """Copy the samples under ``agent_home``; returns the installed transcript paths.
 
     Files get distinct mtimes (oldest first, ``spacing_seconds`` apart, the last one now) so
-    "most recent session" is well defined.
+    "most recent session" is well defined. ``demo_project`` adds the sessions of one small
+    project (``demo-project/``: rules, commands, a fix, a reversed decision) that ``reverie
+    demo`` consolidates, so a first run shows what memory keeps.
     """
     workspace = workspace.resolve()
     installed: list[Path] = []
     sources = sorted((SAMPLES_DIR / "claude-code").glob("*.jsonl")) + sorted(
         (SAMPLES_DIR / "codex").glob("*.jsonl")
     )
+    if demo_project:
+        sources += sorted((SAMPLES_DIR / "demo-project").glob("*/*.jsonl"))
     for source in sources:
         data = source.read_bytes()
         records = _records(data)

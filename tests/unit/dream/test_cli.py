@@ -77,16 +77,24 @@ def test_demo_runs_offline_in_seconds(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert elapsed < 15
-    assert len(report["transcripts"]) == 4
-    assert report["dream"]["ran"] is True and report["dream"]["sessions_reviewed"] == 4
+    assert len(report["transcripts"]) == 8  # 4 real samples + the 4-session demo project
+    assert report["dream"]["ran"] is True and report["dream"]["sessions_reviewed"] == 8
     assert "- [Package manager and scripts](package-manager-and-scripts.md)" in (
         report["memory_index"])
-    # the demo shows the facts it built, not only the index
-    assert report["memory_topics"]["package-manager-and-scripts.md"][0].startswith(
-        "- **Run:** `mix phx.server`")
+    # the demo shows the durable facts it built, not only the index: a standing rule, the
+    # commands that work, a reversed decision with what it replaced, an error and its fix
+    topics = report["memory_topics"]
+    scripts = "\n".join(topics["package-manager-and-scripts.md"])
+    assert "**Package manager:** This repo uses pnpm — never npm or yarn" in scripts
+    assert "- **Test:** `pnpm test` _(4 sessions," in scripts
+    decisions = "\n".join(topics["project-decisions.md"])
+    assert "Drop SWR, we move to TanStack Query" in decisions
+    assert "(formerly: For data fetching let's use SWR" in decisions
+    assert "fixed by changing `src/cart/discount.ts`" in "\n".join(topics["testing.md"])
+    assert "ls -la" not in json.dumps(topics) and "<your-token>" not in json.dumps(topics)
     assert report["history"]["source"] == "manual"
     assert all(Path(n["notes_path"]).is_file() for n in report["notes"])
-    assert len(report["notes"]) == 4
+    assert len(report["notes"]) == 8
     memory = Path(report["memory_dir"])
     assert "`mix phx.server`" in (memory / "package-manager-and-scripts.md").read_text()
     assert str(tmp_path / "home") not in report["memory_dir"]  # nothing in the user's home
@@ -96,5 +104,5 @@ def test_demo_human_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["demo", "--keep", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "Memory dir:" in out and "# Memory" in out and "History entry:" in out
-    assert "--- package-manager-and-scripts.md" in out and "- **Run:** `mix phx.server`" in out
+    assert "--- package-manager-and-scripts.md" in out and "- **Test:** `pnpm test`" in out
     assert "manual" in out and "session_memory.md" in out
