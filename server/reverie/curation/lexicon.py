@@ -62,9 +62,9 @@ def subject_fields(subject: str, text: str) -> dict[str, object]:
     choice = choice_of(text, subject) if known else None
     # a one-choice subject labels only statements about the choice ("use pnpm"), not every
     # statement that names the tool ("run `pnpm lint` before you finish")
-    labelled = known and (not exclusive or (choice is not None and re.search(
+    labelled = known and (not exclusive or choice is None or re.search(
         rf"\b(?:use|uses|using|is|on|with|to)\s+`?{re.escape(choice)}\b", text,
-        re.IGNORECASE) is not None))
+        re.IGNORECASE) is not None)
     return {
         "subject": subject,
         "label": humanise(subject) if labelled else "",
