@@ -174,6 +174,9 @@ def test_lifecycle_violations(workspace: Path, logs: Path) -> None:
             str(workspace.resolve())]  # the second initialize changed nothing
         missing = server.response(server.request("workspace/executeCommand", with_params=False))
         assert missing is not None and missing["error"]["code"] == -32602
+        bogus = server.response(server.request("workspace/executeCommand", {
+            "command": "reverie.server.cancelJob", "arguments": [{"bogus": "x" * 100_000}]}))
+        assert bogus is not None and bogus["error"]["code"] == -32602  # and no traceback logged
         # shutdown while a request is still pending (a dream waits for the lock / its work)
         pending = server.request("workspace/executeCommand",
                                  {"command": "reverie.server.dream", "arguments": [{}]})

@@ -22,6 +22,7 @@ import attrs
 from lsprotocol import types
 from lsprotocol.types import ResponseErrorMessage
 from pygls.exceptions import (
+    JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcServerNotInitialized,
@@ -192,6 +193,24 @@ class ReverieProtocol(LanguageServerProtocol):
             logger.info("refused %s: %s", method or "a message", detail)
             raise JsonRpcInvalidParams(f"Invalid params for {method or 'message'}: "
                                        f"{detail}") from None
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """pygls' version logs a traceback for every refused request (a command's invalid
+        arguments are bad input, not a server error) and keeps the traceback, and with it the
+        request's arguments, alive as long as anything holds the future. Refusals are logged in
+        one line; the traceback is dropped once the error response is sent."""
+        if future.cancelled() or future.exception() is None:
+            super()._send_handler_result(future, msg_id=msg_id)
+            return
+        exc = future.exception()
+        if not isinstance(exc, JsonRpcException):
+            super()._send_handler_result(future, msg_id=msg_id)
+            exc.__traceback__ = None
+            return
+        self._request_futures.pop(msg_id, None)
+        logger.info("request %s refused: %s", msg_id, exc)
+        self._send_response(msg_id, error=exc.to_response_error())
+        exc.__traceback__ = None
 
     def _refuse(self, msg_id: Any, code: int, text: str) -> None:
         self._send_data({"jsonrpc": "2.0", "id": msg_id,
