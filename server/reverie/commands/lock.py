@@ -2,8 +2,10 @@
 
 ``reverie lock [--workspace DIR] [--json]``. ``--json`` prints ``{"memory_dir", "lock_path",
 "holder_pid", "holder_alive", "last_consolidated_at", "hours_since", "sessions_since",
-"next_gate"}``. A lock left by a killed run is recovered first (its previous last-consolidated
-time is restored and an interrupted apply completed).
+"next_gate"}``. It only reads: a lock or an apply journal a killed run left is reported (the
+holder shows as dead) and recovered by the next dream or the language server, never here.
+``next_gate`` follows the dream's gate order; the scan throttle lives in a running server, so
+the CLI never reports it.
 """
 
 from __future__ import annotations
@@ -23,18 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reverie.memory.lock import ConsolidationLock, lock_status
-    from reverie.memory.session import recover_memory_dir
-    from reverie.memory.transaction import TransactionError
     from reverie.transcripts.discovery import current_session, sessions_touched_since
 
     settings = load_settings()
     workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
-        recover_memory_dir(memory_dir)
-    except (OSError, TransactionError) as exc:
-        return fail(f"cannot recover {memory_dir}: {exc}")
-    last = ConsolidationLock(memory_dir).last_consolidated_at()
+        last = ConsolidationLock(memory_dir).last_consolidated_at()
+    except OSError as exc:
+        return fail(f"cannot read the lock of {memory_dir}: {exc}")
     current = current_session(workspace, settings.agent_home)
     try:
         since = sessions_touched_since(
@@ -46,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         count = None
     status = lock_status(memory_dir, sessions_since=count, min_hours=settings.dream_min_hours,
                          min_sessions=settings.dream_min_sessions,
-                         enabled=settings.dream_enabled)
+                         enabled=settings.dream_enabled, remote_mode=settings.remote_mode,
+                         auto_memory=settings.auto_memory_enabled)
     if args.json:
         print(json.dumps(status.model_dump(), indent=2))
         return 0

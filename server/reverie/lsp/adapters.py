@@ -258,6 +258,10 @@ async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
             min_hours=s.dream_min_hours,
             min_sessions=s.dream_min_sessions,
             enabled=s.dream_enabled,
+            remote_mode=s.remote_mode,
+            auto_memory=s.auto_memory_enabled,
+            throttled=tracker.server.dream_throttle.blocked(memory_dir,
+                                                            s.dream_scan_interval_seconds),
         )
 
     return await asyncio.to_thread(compute)

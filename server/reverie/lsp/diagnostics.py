@@ -152,7 +152,19 @@ def gate_hint(tracker: WorkspaceTracker, status: Any) -> str | None:
     s = tracker.settings
     gate = status.next_gate
     if gate == "disabled":
-        return "Automatic dream is off (reverie.dreamEnabled / autoMemoryEnabled / remoteMode)."
+        return "Automatic dream is off (reverie.dreamEnabled)."
+    if gate == "remote_mode":
+        return "Automatic dream is off in remote mode (reverie.remoteMode)."
+    if gate == "auto_memory_disabled":
+        return "Automatic dream is off: auto-memory is disabled (reverie.autoMemoryEnabled)."
+    if gate == "scan_throttle":
+        since = tracker.server.dream_throttle.seconds_since(tracker.memory_dir) or 0.0
+        left = max(s.dream_scan_interval_seconds - since, 0.0) / 3600
+        n, need = status.sessions_since or 0, s.dream_min_sessions
+        if n < need:
+            return (f"Next dream after more sessions: {n} of {need} sessions since the last one"
+                    f" (sessions counted again in {_hours(left)}).")
+        return f"Enough sessions for a dream; the next check is in {_hours(left)}."
     if gate == "time_gate" and status.hours_since is not None:
         left = max(s.dream_min_hours - status.hours_since, 0.0)
         return f"Next dream in {_hours(left)} (last consolidated {_hours(status.hours_since)} ago)."

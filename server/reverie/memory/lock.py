@@ -312,9 +312,15 @@ def lock_status(
     min_hours: float,
     min_sessions: int,
     enabled: bool = True,
+    remote_mode: bool = False,
+    auto_memory: bool = True,
+    throttled: bool = False,
     now: float | None = None,
 ) -> LockStatus:
-    """The lock's state and which gate an automatic dream would stop at next."""
+    """The lock's state and which gate an automatic dream would stop at next, in the dream's
+    own order (``dream.gates``): disabled, remote mode, auto-memory off, time, the scan
+    throttle (only a running server has one), sessions, a live holder. Only reads: a lock a
+    dead run left is reported, never recovered, here."""
     lock = ConsolidationLock(memory_dir)
     pid, mtime = lock.read()
     alive = lock.holder_alive(pid)
@@ -322,8 +328,14 @@ def lock_status(
     hours = (current - mtime) / 3600 if mtime is not None else None
     if not enabled:
         gate = "disabled"
+    elif remote_mode:
+        gate = "remote_mode"
+    elif not auto_memory:
+        gate = "auto_memory_disabled"
     elif hours is not None and hours < min_hours:
         gate = "time_gate"
+    elif throttled:
+        gate = "scan_throttle"
     elif sessions_since is not None and sessions_since < min_sessions:
         gate = "session_gate"
     elif alive and mtime is not None and current - mtime < HOLDER_STALE_SECONDS:

@@ -146,8 +146,9 @@ def test_sigkill_inside_the_apply_is_completed_on_next_start(
 def test_sigkill_of_the_real_cli_then_next_start_recovers(
     project: dict[str, Path], tmp_path: Path, kit: SimpleNamespace,
 ) -> None:
-    """The same through ``python -m reverie dream`` (real interpreter start-up) a few times,
-    with the next ``reverie lock`` doing the recovery."""
+    """The same through ``python -m reverie dream`` (real interpreter start-up) a few times.
+    ``reverie lock`` right after the kill only reports (the holder is dead, nothing changes);
+    the recovery the next start runs then leaves exactly before or after."""
     workspace, template = project["workspace"], project["template"]
     before = kit.snapshot(template)
     reference = kit.fresh_copy(template, tmp_path / "reference")
@@ -178,6 +179,17 @@ def test_sigkill_of_the_real_cli_then_next_start_recovers(
         time.sleep(rng.uniform(0, 0.25))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        killed = kit.snapshot(memory_dir)
+        killed_lock = ConsolidationLock(memory_dir).read()
+        status = subprocess.run(
+            [sys.executable, "-m", "reverie", "lock", "--json", "--workspace", str(workspace)],
+            env=kit.cli_env(memory_dir), capture_output=True, text=True, timeout=60, check=True,
+        )
+        assert json.loads(status.stdout)["holder_alive"] is False
+        # `reverie lock` reads only: the killed run's state is as it was
+        assert kit.snapshot(memory_dir) == killed
+        assert ConsolidationLock(memory_dir).read() == killed_lock
+        recover_memory_dir(memory_dir)
         status = subprocess.run(
             [sys.executable, "-m", "reverie", "lock", "--json", "--workspace", str(workspace)],
             env=kit.cli_env(memory_dir), capture_output=True, text=True, timeout=60, check=True,

@@ -214,3 +214,25 @@ def test_lock_status_reports_gates(tmp_path: Path) -> None:
     assert status.next_gate == "open" and 29.9 < (status.hours_since or 0) < 30.1
     assert lock_status(tmp_path, sessions_since=9, min_hours=24, min_sessions=5,
                        enabled=False).next_gate == "disabled"
+
+
+def test_lock_status_follows_the_dreams_gate_order(tmp_path: Path) -> None:
+    """disabled, remote mode, auto-memory off, time, scan throttle, sessions, a live holder."""
+    def gate(**kw: object) -> str:
+        args: dict[str, object] = {"sessions_since": 9, "min_hours": 0, "min_sessions": 5}
+        args.update(kw)
+        return lock_status(tmp_path, **args).next_gate  # type: ignore[arg-type]
+
+    assert gate() == "open"
+    assert gate(enabled=False, remote_mode=True) == "disabled"
+    assert gate(remote_mode=True, auto_memory=False) == "remote_mode"
+    assert gate(auto_memory=False, throttled=True) == "auto_memory_disabled"
+    assert gate(throttled=True, sessions_since=1) == "scan_throttle"
+    assert gate(sessions_since=1) == "session_gate"
+    lock = ConsolidationLock(tmp_path)
+    assert lock.try_acquire()
+    try:
+        assert gate() == "lock_busy"
+        assert gate(min_hours=24, throttled=True) == "time_gate"  # time before the throttle
+    finally:
+        lock.release()
