@@ -120,6 +120,7 @@ _TOOLS: dict[str, CommandCategory] = {
     "mypy": CommandCategory.TYPECHECK, "pyright": CommandCategory.TYPECHECK,
     "vue-tsc": CommandCategory.TYPECHECK, "basedpyright": CommandCategory.TYPECHECK,
     "tsc": CommandCategory.BUILD, "webpack": CommandCategory.BUILD,
+    "sphinx-build": CommandCategory.BUILD,
     "esbuild": CommandCategory.BUILD, "rollup": CommandCategory.BUILD,
     "cmake": CommandCategory.BUILD, "ninja": CommandCategory.BUILD, "gcc": CommandCategory.BUILD,
     "uvicorn": CommandCategory.RUN, "gunicorn": CommandCategory.RUN,
@@ -159,6 +160,7 @@ _SUBCOMMANDS: dict[str, CommandCategory] = {
     "db:migrate": CommandCategory.MIGRATE, "ecto.migrate": CommandCategory.MIGRATE,
     "migration": CommandCategory.MIGRATE, "migrations": CommandCategory.MIGRATE,
     "phx.server": CommandCategory.RUN, "runserver": CommandCategory.RUN,
+    "gh-deploy": CommandCategory.DEPLOY,
 }
 _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "cargo", "go", "mix", "make", "just",
                        "task", "gradle", "./gradlew", "gradlew", "mvn", "./mvnw", "dotnet",
@@ -166,7 +168,8 @@ _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "cargo", "go", "mix", "make
                        "composer", "swift", "zig", "dune", "stack", "cabal", "lein", "sbt",
                        "docker", "docker-compose", "prisma", "django-admin", "hatch", "pdm",
                        "nx", "turbo", "lerna", "sequelize", "knex", "diesel", "supabase",
-                       "firebase", "heroku", "gcloud", "aws", "npx"})
+                       "firebase", "heroku", "gcloud", "aws", "npx", "mkdocs", "hugo", "jekyll",
+                       "zola", "docusaurus", "astro", "next", "vite", "nuxt"})
 _SCRIPT_RUNNERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh",
                              "deno", "bun", "tsx", "ts-node"})
 _SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter",
@@ -182,7 +185,7 @@ _ECOSYSTEMS: dict[str, str] = {
                      "deno", "webpack", "esbuild", "rollup", "ava", "stylelint"), "js"),
     **dict.fromkeys(("pytest", "py.test", "python", "python3", "tox", "nox", "ruff", "mypy",
                      "pyright", "basedpyright", "black", "isort", "flake8", "pylint", "uv",
-                     "poetry", "hatch", "pdm"), "python"),
+                     "poetry", "hatch", "pdm", "mkdocs", "sphinx-build"), "python"),
     **dict.fromkeys(("cargo", "rustfmt"), "rust"),
     **dict.fromkeys(("go", "gofmt", "golangci-lint"), "go"),
     **dict.fromkeys(("mix",), "elixir"),

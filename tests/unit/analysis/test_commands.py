@@ -36,6 +36,9 @@ C = CommandCategory
     ("python manage.py migrate", C.MIGRATE, "manage.py migrate"),
     ("npx prisma migrate dev", C.MIGRATE, "prisma migrate"),
     ("git push --set-upstream origin feat", C.VCS, "git push"),
+    ("mkdocs build --strict", C.BUILD, "mkdocs build"),
+    ("mkdocs gh-deploy --force", C.DEPLOY, "mkdocs gh-deploy"),
+    ("sphinx-build -W docs docs/_build", C.BUILD, "sphinx-build"),
 ])
 def test_project_commands(command: str, category: CommandCategory, key: str) -> None:
     info = analyse_command(command)
