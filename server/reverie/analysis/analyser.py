@@ -59,9 +59,9 @@ from reverie.analysis.statements import (
     plain_statement,
     split_request,
 )
-from reverie.redact import redact
+from reverie.redact import redact, redact_value
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
-from reverie.transcripts.redacted import redact_message, redact_session
+from reverie.transcripts.redacted import redact_session
 from reverie.transcripts.wrappers import UserTextKind, classify_user_text
 
 #: Tools that poll a running command (Codex's PTY): their results repeat the command's own.
@@ -217,7 +217,8 @@ class SessionAnalyser:
         self._redactions = 0
         self._counts: dict[str, int] = {}
         self._pending: dict[str, _Call] = {}
-        self._command_cache: dict[str, CommandInfo] = {}
+        #: raw command -> (the command redacted whole and cut, its classification)
+        self._command_cache: dict[str, tuple[str, CommandInfo]] = {}
         self._files: dict[str, _File] = {}
         self._commands: dict[str, _Command] = {}
         self._open: dict[str, dict[str, _Failure]] = {}
@@ -251,11 +252,13 @@ class SessionAnalyser:
     # -- feeding ----------------------------------------------------------------------------
 
     def feed(self, message: Message) -> None:
-        """Take one message into account (it is not kept)."""
-        # redacted whole first: pieces are shortened below, and a piece cut before redaction
-        # can keep part of a secret no rule recognises
-        message, found = redact_message(message)
-        self._redactions += found
+        """Take one message into account (it is not kept).
+
+        Every field a fact is made from is redacted WHOLE before anything cuts it (a piece cut
+        first can keep part of a secret no rule recognises): the request, the kept replies, each
+        command, an edit's input, a failed call's output. The rest (successful outputs, reads,
+        most replies) is never quoted, so it is not scanned: that is most of a session's bytes.
+        """
         self._count("messages")
         if message.timestamp is not None:
             if self._started is None or message.timestamp < self._started:
@@ -267,7 +270,7 @@ class SessionAnalyser:
         if self._user_run is not None and message.role in ("system", "assistant") \
                 and message.text and not message.tool_calls:
             if sum(len(t) for t in self._user_run_output) < 8_000:
-                self._user_run_output.append(message.text[:4_000])
+                self._user_run_output.append(self._clean(message.text)[:4_000])
         if message.role == "user" and not message.tool_results and not message.is_sidechain \
                 and not message.is_meta and message.text:
             self._settle_user_command()
@@ -281,7 +284,8 @@ class SessionAnalyser:
             if call is None:
                 continue  # an agent may log several results for one call: the first counts
             failed = result_failed(result)
-            self._outcome(call, failed, result.output if failed else "", has_result=True)
+            output = self._clean(result.output) if failed else ""
+            self._outcome(call, failed, output, has_result=True)
 
     def feed_all(self, messages: Iterable[Message]) -> SessionAnalyser:
         for message in messages:
@@ -304,7 +308,7 @@ class SessionAnalyser:
         if not found.is_request or found.request is None:
             return
         self._flush_pending()
-        text = self._clean(found.request[:_REQUEST_CHARS])
+        text = self._clean(found.request)[:_REQUEST_CHARS]
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
         self._count("requests")
         statements, task = split_request(text)
@@ -384,7 +388,7 @@ class SessionAnalyser:
                 self._turn_open = False
             self._turn_api = api
         if main and message.text.strip():
-            text = message.text.strip()[:_REPLY_CHARS]
+            text = message.text.strip()  # redacted whole in ``result``, then cut
             self._last_reply = text
             if self._replying_to != "notification" and len(text) >= 200:
                 self._final = text
@@ -404,23 +408,29 @@ class SessionAnalyser:
 
     def _call_facts(self, call: ToolCall, evidence: Evidence, sidechain: bool) -> _Call:
         self._seq += 1
-        command = command_of(call)
+        raw = command_of(call)
+        command: str | None = None
         info: CommandInfo | None = None
-        if command is not None:
-            info = self._command_cache.get(command)
-            if info is None:
-                info = analyse_command(command[:2_000])
+        if raw is not None:
+            cached = self._command_cache.get(raw)
+            if cached is None:
+                command = self._clean(raw)[:2_000]  # redacted whole, then cut
+                cached = (command, analyse_command(command))
                 if len(self._command_cache) >= self.limits.command_cache:
                     del self._command_cache[next(iter(self._command_cache))]  # oldest first
-                self._command_cache[command] = info
+                self._command_cache[raw] = cached
+            command, info = cached
         symbols: list[str] = []
         essence: str | None = None
         if call.kind in (ToolKind.EDIT, ToolKind.WRITE):
+            inputs, found = redact_value(call.input)
+            self._redactions += found
+            if found and isinstance(inputs, dict):
+                call = call.model_copy(update={"input": inputs})
             symbols = edited_symbols(call)
             essence = edit_essence(call, symbols)
-        return _Call(self._seq, call.name, call.kind, tuple(call.file_paths[:5]),
-                     command[:2_000] if command else None, info, essence, symbols, evidence,
-                     sidechain)
+        return _Call(self._seq, call.name, call.kind, tuple(call.file_paths[:5]), command, info,
+                     essence, symbols, evidence, sidechain)
 
     def _flush_pending(self) -> None:
         """Calls that never got a result by the next request (Aider logs none): an edit is
@@ -699,11 +709,14 @@ class SessionAnalyser:
         in_progress = (
             [self._describe(c, show) for c in self._turn_calls[-3:]] if self._turn_open else []
         )
-        final = None if self._turn_open or self._final is None else self._clean(self._final)
+        final = None
+        if not self._turn_open and self._final is not None:
+            final = self._clean(self._final)[:_REPLY_CHARS]
         end = EndState(
             last_request=self._last_request[0] if self._last_request else None,
             last_request_at=self._last_request[1] if self._last_request else None,
-            last_reply=self._clean(shorten(self._last_reply, 500)) if self._last_reply else None,
+            last_reply=shorten(self._clean(self._last_reply)[:_REPLY_CHARS], 500)
+            if self._last_reply else None,
             final_answer=final,
             in_progress=in_progress,
             last_check=self._clean(shorten(self._last_check[0], 200)) if self._last_check
