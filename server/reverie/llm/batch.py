@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from reverie.config import CLI_PROVIDERS
 from reverie.llm.anthropic import AnthropicClient
 from reverie.llm.errors import BatchUnsupportedError, LLMBadRequestError, LLMError
 from reverie.llm.http import HttpModelClient
@@ -175,7 +176,10 @@ async def run_sync(
 ) -> list[BatchItemResult]:
     """The fallback: ``complete`` per request, ``concurrency`` at a time; errors per item.
     ``timeout`` (seconds for all of them) fails the items not finished by then."""
-    gate = asyncio.Semaphore(1 if client.is_offline else max(1, concurrency))
+    # the offline engine and the coding-agent CLIs (one process each, the user's plan) one at a
+    # time
+    serial = client.is_offline or client.provider in CLI_PROVIDERS
+    gate = asyncio.Semaphore(1 if serial else max(1, concurrency))
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
 

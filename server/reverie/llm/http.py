@@ -16,7 +16,7 @@ import os
 import re
 import ssl
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -39,7 +39,7 @@ from reverie.llm.errors import (
     scrub,
 )
 from reverie.llm.retry import RetryPolicy, with_retries
-from reverie.llm.stream import StreamAssembler, StreamErrorEvent, iter_sse
+from reverie.llm.stream import SseEvent, StreamAssembler, StreamErrorEvent, iter_sse
 from reverie.llm.structured import complete_structured
 from reverie.llm.types import ChatMessage, ModelReply, ProgressCallback, ToolSpec
 
@@ -55,6 +55,18 @@ PROGRESS_EVERY_TOKENS = 32
 
 class _StreamingRefused(Exception):
     """The endpoint refused a streamed request: ask again without streaming."""
+
+
+async def _until_quiet_after_finish(events: AsyncIterator[SseEvent],
+                                    assembler: StreamAssembler) -> AsyncIterator[SseEvent]:
+    """The events; a read timeout after the reply's ``finish_reason`` ends the stream instead
+    of failing it (a server that never sends ``[DONE]`` and keeps the connection open)."""
+    try:
+        async for event in events:
+            yield event
+    except httpx.ReadTimeout:
+        if not assembler.finished:
+            raise
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -265,7 +277,8 @@ class HttpModelClient:
         reported = 0
         runaway = 2 * limit + 256
         try:
-            async for event in iter_sse(response.aiter_lines()):
+            async for event in _until_quiet_after_finish(iter_sse(response.aiter_lines()),
+                                                         assembler):
                 assembler.feed(event)
                 tokens = assembler.tokens_so_far
                 if on_progress is not None and tokens - reported >= PROGRESS_EVERY_TOKENS:
@@ -285,7 +298,7 @@ class HttpModelClient:
                 f"The {self.provider} endpoint at {self.base_url} reported an error mid-stream "
                 f"({scrub(str(exc), self._api_key)[:200]}); Reverie retries.",
                 provider=self.provider) from None
-        if not assembler.done and not getattr(assembler, "finished", False):
+        if not assembler.done and not assembler.finished:
             raise LLMStreamInterruptedError(
                 f"The {self.provider} endpoint at {self.base_url} ended the stream before the "
                 f"reply was complete (after {assembler.events} events); Reverie retries.",

@@ -110,6 +110,8 @@ class StreamAssembler:
         self.usage = Usage()
         self.stop_reason: StopReason = "other"
         self.done = False
+        #: the reply said how it ended (a finish / stop reason), even if no terminator followed
+        self.finished = False
         self.generated_chars = 0
         self.events = 0
 
@@ -157,7 +159,6 @@ class OpenAIStreamAssembler(StreamAssembler):
     def __init__(self, model: str, usage_parser: Any) -> None:
         super().__init__(model)
         self._usage_parser = usage_parser
-        self.finished = False
 
     def feed(self, event: SseEvent) -> None:
         self.events += 1
@@ -266,6 +267,7 @@ class AnthropicStreamAssembler(StreamAssembler):
             delta = data.get("delta")
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.stop_reason = _ANTHROPIC_STOP.get(str(delta["stop_reason"]), "other")
+                self.finished = True
             self._merge_usage(data.get("usage"))
         elif kind == "message_stop":
             self.done = True

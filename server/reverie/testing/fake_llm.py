@@ -139,7 +139,7 @@ logger = logging.getLogger(__name__)
 
 StepKind = Literal[
     "text", "tool_calls", "json", "error", "hang", "malformed", "invalid_tool_args",
-    "garbage_stream", "cut_stream", "endless_stream",
+    "garbage_stream", "cut_stream", "endless_stream", "unterminated_stream",
 ]
 StreamMode = Literal["honour", "refuse", "ignore"]
 Provider = Literal["openai", "anthropic", "control", "unknown"]
@@ -226,6 +226,13 @@ class Step(BaseModel):
     def cut_stream(cls, text: str = "a reply that stops half way", keep: float = 0.5) -> Step:
         """The first ``keep`` of a streamed reply, then the connection closes."""
         return cls(kind="cut_stream", text=text, keep=keep)
+
+    @classmethod
+    def unterminated_stream(cls, text: str = "complete, but never says so",
+                            hold: float = 30.0) -> Step:
+        """A whole streamed reply without its terminator (``[DONE]`` / ``message_stop``), the
+        connection then held open for ``hold`` seconds."""
+        return cls(kind="unterminated_stream", text=text, seconds=hold)
 
     @classmethod
     def endless_stream(cls, chunk_delay: float = 0.01) -> Step:
@@ -716,7 +723,8 @@ class _Handler(BaseHTTPRequestHandler):
         if step.kind == "hang":
             if not self._wait(step.seconds):
                 return
-        if step.kind in ("garbage_stream", "cut_stream", "endless_stream"):
+        if step.kind in ("garbage_stream", "cut_stream", "endless_stream",
+                         "unterminated_stream"):
             self._misbehave(step, provider, parsed, streams)
             return
         status, payload, headers = render_step(step, provider, parsed, self.state.next_id)
@@ -732,17 +740,23 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_stream(fake_stream.garbage_events(), step.chunk_delay)
             else:
                 self._send(200, b'{"id": "broken", "choices": [ {"message": ')
-        elif step.kind == "cut_stream":
+        elif step.kind in ("cut_stream", "unterminated_stream"):
             text_step = step.model_copy(update={"kind": "text"})
-            _status, payload, _headers = render_step(text_step, provider, parsed,
-                                                     self.state.next_id)
+            status, payload, headers = render_step(text_step, provider, parsed,
+                                                   self.state.next_id)
             assert isinstance(payload, dict)
+            cut = step.kind == "cut_stream"
             if streams:
                 events = fake_stream.sse_events(provider, payload, parsed)
-                self._send_stream(fake_stream.cut_off(events, step.keep), step.chunk_delay)
-            else:
+                if cut:
+                    self._send_stream(fake_stream.cut_off(events, step.keep), step.chunk_delay)
+                else:  # everything but the terminator, then silence on an open connection
+                    self._send_stream(events[:-1], step.chunk_delay, hold=step.seconds)
+            elif cut:
                 body = json.dumps(payload).encode("utf-8")
                 self._send_truncated(body[: max(1, int(len(body) * step.keep))], len(body))
+            else:
+                self._send(status, payload, headers)
         elif streams:
             model = str(parsed.get("model") or "fake-model")
             self._send_stream(fake_stream.endless_events(provider, model),
@@ -750,8 +764,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._wait(86_400.0)
 
-    def _send_stream(self, events: Iterable[bytes], delay: float) -> None:
-        """An SSE response, one flushed write per event, ended by closing the connection."""
+    def _send_stream(self, events: Iterable[bytes], delay: float, hold: float = 0.0) -> None:
+        """An SSE response, one flushed write per event, ended by closing the connection
+        (``hold`` seconds after the last event)."""
         self.close_connection = True
         try:
             self.send_response(200)
@@ -766,6 +781,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if delay and not self._wait(delay):
                     return
+            self._wait(hold)
         except (BrokenPipeError, ConnectionResetError):
             logger.debug("fake-llm client went away mid-stream")
 

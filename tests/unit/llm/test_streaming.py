@@ -196,3 +196,15 @@ async def test_the_tool_loop_reports_tokens_while_a_long_reply_streams(
     counts = [e.payload["tokens_generated"] for e in generating]
     assert counts == sorted(counts) and counts[0] > 0
     assert "tokens so far" in generating[0].message
+
+
+async def test_finished_reply_without_terminator_is_accepted_after_silence(
+    server: FakeLLMServer, make_client: ClientFactory
+) -> None:
+    """A server that sends the whole reply (with its finish reason) but never ``[DONE]`` /
+    ``message_stop`` and keeps the connection open: the reply is used, not retried."""
+    server.enqueue(Step.unterminated_stream("all of it", hold=30))
+    started = time.monotonic()
+    reply = await make_client(request_timeout=1.0).complete(_user())
+    assert reply.text == "all of it" and reply.stop_reason == "end_turn"
+    assert len(server.model_requests()) == 1 and time.monotonic() - started < 10
