@@ -573,6 +573,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("fake-llm %s", format % args)
 
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up mid-stream
+            logger.debug("fake-llm client went away")
+
     # ---- plumbing ---------------------------------------------------------------------------
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)

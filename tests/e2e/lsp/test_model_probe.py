@@ -95,3 +95,27 @@ async def test_connection_test_through_a_cli_provider(start_server, tmp_path) ->
     assert result["tools"] is False and result["streaming"] is False
     assert result["modelReported"] == "claude-sonnet-fake"
     await s.close()
+
+
+@pytest.mark.parametrize("step", [Step.garbage_stream(), Step.cut_stream("x" * 200),
+                                  Step.endless_stream(chunk_delay=0.02)])
+async def test_a_misbehaving_stream_ends_the_dream_with_a_reason_and_memory_untouched(
+    start_server, step
+) -> None:
+    async with FakeLLMServer() as fake:
+        fake.set_default(step)
+        s = await start_server(init_options=settings(fake, dreamBudgetSeconds=3,
+                                                     dreamMaxOutputTokens=1_000_000))
+        memory = s.write_memory("MEMORY.md", "# Memory\n")
+        before = memory.read_bytes()
+        job_id = (await s.command("reverie.server.dream", {}))["jobId"]
+        failed = await s.wait_for_event(
+            "reverie/jobEvent", lambda e: e["jobId"] == job_id and e["type"] == "error",
+            timeout=60)
+        reason = str(failed["payload"])
+        assert any(words in reason for words in (
+            "garbage in the stream", "before the reply was complete", "REVERIE_DREAM_BUDGET"))
+        assert memory.read_bytes() == before
+        assert not (s.memory_dir / ".consolidate-lock").exists() or \
+            (await s.command("reverie.server.lockStatus"))["held"] is False
+        await s.close()
