@@ -45,9 +45,37 @@ _NEXT_SENTENCE = re.compile(r"^\s*([^.!?]{8,200}[.!])(?:\s|$)")
 _MAX_STATEMENT = 220
 
 
+_GERUNDS = {"commit": "committing", "push": "pushing", "finish": "finishing",
+            "merge": "merging", "deploy": "deploying", "release": "releasing",
+            "ship": "shipping", "submit": "submitting", "open": "opening"}
+#: chat wording -> a plain statement ("we never use X" -> "Never use X")
+_DECHAT: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bbefore you (?:tell|say to) me (?:that )?(?:something|it|anything) is done\b",
+                re.I), "before reporting something as done"),
+    (re.compile(r"\bbefore you (" + "|".join(_GERUNDS) + r")\b", re.I),
+     "before {gerund}"),
+    (re.compile(r"^(?:we|I)\s+(always|never|don't|do not|no longer)\s+", re.I), r"\1 "),
+    (re.compile(r"^(?:we|I)(?:'ll| will| are going to|'re going to)?\s+(use|run|deploy|build)\b",
+                re.I), r"\1"),
+    (re.compile(r"^(?:we|I)(?:'re| are)\s+(\w+ing)\b", re.I), r"\1"),
+    (re.compile(r"([,;—-]\s*)we\s+(move|switch|migrate|go)\s+to\b", re.I), r"\1\2 to"),
+    (re.compile(r"\bwe use\b", re.I), "use"),
+    (re.compile(r"([,;—-]\s*)you\s+(regenerate|run|use|need)\b", re.I), r"\1\2"),
+)
+
+
+def _dechat(text: str) -> str:
+    for pattern, replacement in _DECHAT:
+        if "{gerund}" in replacement:
+            text = pattern.sub(lambda m: f"before {_GERUNDS[m.group(1).lower()]}", text)
+        else:
+            text = pattern.sub(replacement, text)
+    return text
+
+
 def sentence(text: str, anchor: datetime) -> str:
     """A chat sentence as a plain, redacted, dated statement ending in a full stop."""
-    core = _CHAT.sub("", plain_statement(clean(text))).strip()
+    core = _dechat(_CHAT.sub("", plain_statement(clean(text))).strip())
     core = normalise_dates(core, anchor)
     if not core:
         return ""
@@ -160,17 +188,21 @@ def _is_doc(path: str) -> bool:
         ("changelog", "readme", "license", "authors"))
 
 
+#: commands that change the project (a dependency installed, code generated, files formatted)
+_FIXING = frozenset({"install", "build", "format", "migrate", "other"})
+
+
 def _installed_between(error: ErrorFix, analysis: SessionAnalysis) -> str:
-    """A dependency installed between a failure and the pass that proved it fixed: the fix
-    when no file changed (a missing module)."""
+    """A command that changed the project between a failure and the pass that proved it
+    fixed (a dependency installed, code regenerated): the fix when no file was edited."""
     start = error.failed_at.timestamp
     end = error.proved_at.timestamp if error.proved_at else None
     if start is None or end is None:
         return ""
     for command in analysis.commands:
         stamp = command.evidence.timestamp
-        if command.category == "install" and command.working and stamp is not None and \
-                start < stamp < end:
+        if command.category in _FIXING and command.working and stamp is not None and \
+                start < stamp < end and command.key.split()[:1] != error.check.split()[:1]:
             return working_form(command.working)
     return ""
 

@@ -59,7 +59,8 @@ def subject_fields(subject: str, text: str) -> dict[str, object]:
     """The subject, label and choice of a statement."""
     known = known_subject(subject)
     exclusive = subject in EXCLUSIVE
-    choice = choice_of(text, subject) if known else None
+    # only a one-choice subject has "the option it uses"; elsewhere the analysis' ``chosen``
+    choice = choice_of(text, subject) if known and exclusive else None
     # a one-choice subject labels only statements about the choice ("use pnpm"), not every
     # statement that names the tool ("run `pnpm lint` before you finish")
     labelled = known and (not exclusive or choice is None or re.search(

@@ -39,7 +39,7 @@ AREAS: tuple[TopicSpec, ...] = (
         "docs-site", "vitepress", "markdown")),
     TopicSpec("git-and-review", "Git and review", words=(
         "git", "commit", "commits", "branch", "branches", "pr", "pull", "push", "rebase",
-        "merge", "review", "squash", "tag", "main", "master")),
+        "merge", "review", "squash", "rebased", "upstream")),
     TopicSpec("testing", "Testing", words=(
         "test", "tests", "testing", "pytest", "jest", "vitest", "mocha", "fixture", "fixtures",
         "coverage", "e2e", "spec", "specs", "unittest", "playwright", "cypress", "mock",

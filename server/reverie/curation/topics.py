@@ -49,6 +49,10 @@ _FORMERLY = re.compile(r"^\s+(?:[-*+]\s+)?\(?formerly:\s*(?P<text>.*?)[,;]\s*rep
 _FIX = re.compile(r"^`(?P<check>[^`]+)` failed(?: with (?P<error>.+?))?(?:;|$)")
 _RENAME = re.compile(r"^`(?P<old>[^`]+)` (?:was )?renamed to `(?P<new>[^`]+)`")
 _SLUG = re.compile(r"[^a-z0-9]+")
+_PICKS = re.compile(r"^(?:use|using|switch(?:ing|ed)?(?: from \S+)? to|mov(?:e|ing|ed)(?: from "
+                    r"\S+)? to|go(?:ing)? with|stick with)\s+`?([\w./@+-]+)", re.IGNORECASE)
+_MOVED_FROM = re.compile(r"\b(?:switch\w*|mov\w*|migrat\w*) from\s+`?([\w./@+-]+)`?\s+to\b",
+                         re.IGNORECASE)
 
 
 def slug(text: str) -> str:
@@ -166,6 +170,13 @@ def parse_fact(body: str, topic: str) -> Fact:
             replaces = found.replaces.strip("`'\".,;:").lower() if found.replaces else None
             if fields["choice"] is None and found.chosen and kind == "decision":
                 fields["choice"] = found.chosen.strip("`'\".,;:").lower()
+        if fields["choice"] is None and (picked := _PICKS.search(text)):
+            # a plain statement of a choice ("Use zap for logging", "Switching from zap to
+            # log/slog"): what it picks and what it replaces, for later supersession
+            fields["choice"] = picked.group(1).strip("`'\".,;:").lower()
+            kind = "decision" if kind != "note" or not label else kind
+        if replaces is None and (moved := _MOVED_FROM.search(text)):
+            replaces = moved.group(1).strip("`'\".,;:").lower()
         fact = Fact(slot=f"s:{subject}:{slug(text)[:48]}", kind=kind, text=text, at=EPOCH,
                     topic=topic, user=prov is None, replaces=replaces,
                     **fields)  # type: ignore[arg-type]

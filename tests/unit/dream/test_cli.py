@@ -88,7 +88,7 @@ def test_demo_runs_offline_in_seconds(tmp_path: Path) -> None:
     assert "**Package manager:** This repo uses pnpm — never npm or yarn" in scripts
     assert "- **Test:** `pnpm test` _(4 sessions," in scripts
     decisions = "\n".join(topics["project-decisions.md"])
-    assert "Drop SWR, we move to TanStack Query" in decisions
+    assert "Drop SWR, move to TanStack Query" in decisions  # a plain statement, not chat
     assert "(formerly: For data fetching let's use SWR" in decisions
     assert "fixed by changing `src/cart/discount.ts`" in "\n".join(topics["testing.md"])
     assert "ls -la" not in json.dumps(topics) and "<your-token>" not in json.dumps(topics)

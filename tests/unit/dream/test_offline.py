@@ -119,7 +119,7 @@ def test_a_reversed_decision_is_never_current(tmp_path: Path) -> None:
     result = consolidate_offline(tmp_path, [second], today=date(2026, 3, 21))
     topic = (tmp_path / "database-and-migrations.md").read_text()
     current = [b for b in _bullets(tmp_path) if "SQLite" in b or "Postgres" in b]
-    assert current == ["- **Database:** Drop SQLite, we move to Postgres 16. "
+    assert current == ["- **Database:** Drop SQLite, move to Postgres 16. "
                        "_(session s2, 2026-03-20)_"]
     # the old statement survives only as what was replaced, and when
     assert "  (formerly: This repo uses SQLite for the database; replaced on 2026-03-20)" \

@@ -162,7 +162,7 @@ async def test_extra_context_is_recorded(workspace: Path) -> None:
     result = await runner.run(DreamRequest(workspace=workspace, manual=True,
                                            extra="We always deploy on Fridays."))
     text = (Path(result.memory_dir) / "deployment-and-environments.md").read_text()
-    assert "- **Deployment:** We always deploy on Fridays. _(user, " in text
+    assert "- **Deployment:** Always deploy on Fridays. _(user, " in text  # plain, not chat
 
 
 async def test_daily_log_mode_consolidates_and_marks(workspace: Path) -> None:
