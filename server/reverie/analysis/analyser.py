@@ -513,7 +513,12 @@ class SessionAnalyser:
                        call.evidence)
         elif has_result:
             for part in (info, *info.chain):  # ``ruff check . && mypy x`` passes both checks
-                self._passed(part.check_key or part.key, part, info.main, call.evidence)
+                keys = [part.check_key or part.key]
+                if part.project_wide:  # ``make test`` covers ``go test ./x -run T`` too
+                    prefix = f"{part.category.value}:"
+                    keys += [k for k in self._open if k.startswith(prefix) and k != keys[0]]
+                for key in keys:
+                    self._passed(key, part, info.main, call.evidence)
 
     def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
                         evidence: Evidence) -> None:

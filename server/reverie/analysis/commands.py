@@ -66,8 +66,15 @@ class CommandInfo:
     def is_project(self) -> bool:
         return self.category in PROJECT_CATEGORIES
 
+    @property
+    def project_wide(self) -> bool:
+        """A project entry point run whole (``make test``): it covers every check of its kind."""
+        return self.check_key.endswith(":" + PROJECT) and not self.scope
+
     def covers(self, other: CommandInfo) -> bool:
         """This run checks at least what ``other`` checked (same key, same or broader scope)."""
+        if self.project_wide and self.category is other.category:
+            return True
         if (self.check_key or self.key) != (other.check_key or other.key):
             return False
         if self.category not in _SCOPED or not self.scope or self.scope <= other.scope:
@@ -177,6 +184,12 @@ _SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter
                              "--deselect", "--select", "--testPathPattern"})
 _NARROWING_WORDS = frozenset({"--lf", "--last-failed", "--only-failures", "--failed"})
 
+
+#: the project's own entry points (``make test``, ``pnpm test``, ``just lint``): run without a
+#: narrowing scope they check the whole project, whatever runs underneath
+_ENTRY_POINTS = frozenset({"make", "just", "task", "npm", "pnpm", "yarn", "bun", "tox", "nox",
+                           "rake", "./gradlew", "gradlew", "./mvnw"})
+PROJECT = "project"
 
 #: the ecosystem a check tool belongs to (a failure in one is not resolved by a pass in another)
 _ECOSYSTEMS: dict[str, str] = {
@@ -429,7 +442,9 @@ def analyse_command(command: str) -> CommandInfo:
         category = CommandCategory.EXPLORE  # a script or output under /tmp: a one-off look
     check_key = key
     if category in _SCOPED:
-        check_key = f"{category.value}:{_ECOSYSTEMS.get(words[0].rsplit('/', 1)[-1], key)}"
+        tool = words[0].rsplit("/", 1)[-1]
+        ecosystem = PROJECT if tool in _ENTRY_POINTS else _ECOSYSTEMS.get(tool, key)
+        check_key = f"{category.value}:{ecosystem}"
     chain = tuple(analyse_command(part) for part in kept
                   if part != segment and not part.startswith("cd ")) if len(kept) > 1 else ()
     if category is CommandCategory.INSTALL and _adds_a_package(key, words[start:]):

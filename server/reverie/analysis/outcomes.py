@@ -105,7 +105,7 @@ def error_summary(output: str, limit: int = 200) -> str:
     assertion or exception line first, else the first line that mentions an error; never a
     separator such as ``==== FAILURES ====``."""
     lines = [ln.strip() for ln in _WRAPPER_TAGS.sub("", _sample(output)).splitlines()
-             if ln.strip() and not _SEPARATOR.match(ln)]
+             if ln.strip() and not _SEPARATOR.match(ln) and not _METADATA.match(ln)]
     if not lines:
         return "(no output)"
     text = "\n".join(lines)  # one scan per tier over the whole text, not one call per line
@@ -125,11 +125,16 @@ def error_summary(output: str, limit: int = 200) -> str:
 
 _SEPARATOR = re.compile(r"^\s*[=_\-*~#⎯─━]{3,}[^\w]*(?:\w[\w ]{0,40})?[^\w]*[=_\-*~#⎯─━]{3,}\s*$"
                         r"|^\s*[=_\-*~#⎯─━]{3,}\s*$")
+#: what an agent prints around a command's output (Codex's exec header, Claude's exit line)
+_METADATA = re.compile(r"^\s*(?:Chunk ID:|Wall time:|Process exited with code|Process running with|"
+                       r"Original token count:|Output:\s*$|Exit code:? -?\d+\s*$|"
+                       r"Total output lines:)")
 #: "ModuleNotFoundError: No module named 'x'": the most specific line there is
 _EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b: \S", re.MULTILINE)
 _STRONG_ERROR = re.compile(
     r"^E\s+\S|^FAILED\s|^FAIL\s|\b[A-Z]\w*(?:Error|Exception)\b\s*:|^error(?:\[\w+\])?:|"
-    r"^fatal:|npm ERR!|\berror TS\d+|^\s*(?:×|✗|✕)\s|Traceback|panicked at|^\s*●\s",
+    r"^fatal:|npm ERR!|\berror TS\d+|^\s*(?:×|✗|✕)\s|Traceback|panicked at|^\s*●\s|"
+    r"^--- FAIL:|^panic:|^not ok\b",
     re.MULTILINE,
 )
 _PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"

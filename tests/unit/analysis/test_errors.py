@@ -172,3 +172,17 @@ def test_the_specific_exception_line_is_the_error() -> None:
               "tests/conftest.py:3: in <module>\n    import psycopg\n"
               "E   ModuleNotFoundError: No module named 'psycopg'\n")
     assert error_summary(output) == "E ModuleNotFoundError: No module named 'psycopg'"
+
+
+def test_the_projects_own_test_entry_point_covers_a_narrow_run(log: ClaudeLog) -> None:
+    (log.user("add a /healthz endpoint")
+     .bash("go test ./internal/api -run TestHealthz",
+           "Chunk ID: 9b0f36\nWall time: 0.4 seconds\nProcess exited with code 1\n"
+           "Output:\n--- FAIL: TestHealthz (0.00s)\n    health_test.go:18: status = 404, want 200"
+           "\nFAIL", fail=True)
+     .edit("internal/api/router.go", 'r.Get("/users/{id}", s.getUser)',
+           'r.Get("/users/{id}", s.getUser)\nr.Get("/healthz", s.healthz)')
+     .bash("make test", "ok  \trelay/internal/api\t0.398s"))
+    [error] = log.analyse().errors
+    assert error.status == "fixed" and error.proved_by == "make test"
+    assert error.error == "--- FAIL: TestHealthz (0.00s)"  # not the agent's "Chunk ID" header
