@@ -1,16 +1,16 @@
 """No planted secret reaches a file, the history, a log or a model request.
 
 70 secrets of 44 kinds (``reverie.testing.secrets``) are planted in every position of every agent
-format: Claude Code (``summary`` title, user text, assistant text, ``tool_use`` input incl.
-nested edits, ``tool_result``), Codex rollouts (user / assistant messages, function call
-arguments and output, event messages), Gemini CLI JSON (user / model text, tool call args and
-results) and Aider markdown (prompts, replies, tool output). Then the real CLI runs notes for
-every session, a manual dream and the sleep cycle, on the offline engine and on the OpenAI and
-Anthropic clients against the fake provider, whose model echoes what it read and adds a raw
-secret of its own to everything it writes (a confused or hostile model). Afterwards nothing
-under the data directory, no decompressed object of the history repository, no line of the
-DEBUG log and no request body the fake provider received may hold any secret (whole, or its
-middle twelve characters).
+format: Claude Code (``summary`` title, user text, assistant text, thinking, ``tool_use`` input
+incl. nested edits, ``tool_result``), Codex rollouts (user / assistant messages, reasoning
+summaries, function call arguments and output, event messages), Gemini CLI JSON (user / model
+text, thoughts, tool call args and results) and Aider markdown (prompts, replies, tool output).
+Then the real CLI runs notes for every session, a manual dream and the sleep cycle, on the
+offline engine and on the OpenAI and Anthropic clients against the fake provider, whose model
+echoes what it read and adds a raw secret of its own to everything it writes (a confused or
+hostile model). Afterwards nothing under the data directory, no decompressed object of the
+history repository, no line of the DEBUG log and no request body the fake provider received may
+hold any secret (whole, or its first or middle twelve characters).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def write_claude(home: Path, workspace: Path) -> list[Path]:
     titles = [p for p in PLANTED if "\n" not in p.text and len(p.text) < 70][:3]
     for n, title in enumerate(titles):
         sid = f"0000000{n}-aaaa-4bbb-8ccc-dddddddddddd"
-        user, reply, command, edit, write, result = _spread(6)
+        user, reply, command, edit, write, result, thinking = _spread(7)
         base = {"sessionId": sid, "cwd": str(workspace), "version": "2.0.64",
                 "gitBranch": "main", "isSidechain": False, "userType": "external"}
         records: list[dict[str, Any]] = [
@@ -95,6 +95,8 @@ def write_claude(home: Path, workspace: Path) -> list[Path]:
              "timestamp": _ts(2), "message": {
                  "id": f"msg{n}", "role": "assistant", "model": "claude-sonnet-4-5",
                  "content": [
+                     {"type": "thinking", "thinking": _text(thinking, "Config first."),
+                      "signature": "c2ln"},
                      {"type": "text", "text": _text(reply, "I'll check the config.")},
                      {"type": "tool_use", "id": f"t{n}a", "name": "Bash",
                       "input": {"command": " && ".join(p.text.replace("\n", " ")
@@ -130,7 +132,7 @@ def write_codex(home: Path, workspace: Path) -> Path:
     day = home / ".codex" / "sessions" / f"{NOW:%Y}" / f"{NOW:%m}" / f"{NOW:%d}"
     day.mkdir(parents=True)
     sid = "019b7f94-51b4-7593-922e-ba12b5b73b52"
-    user, reply, args, output, event = _spread(5)
+    user, reply, args, output, event, reasoning = _spread(6)
     call = {"command": ["bash", "-lc", " ; ".join(p.text.replace("\n", " ") for p in args)],
             "workdir": str(workspace)}
     records = [
@@ -143,6 +145,9 @@ def write_codex(home: Path, workspace: Path) -> Path:
         {"timestamp": _ts(1), "type": "event_msg", "payload": {
             "type": "user_message", "message": _text(event, "set up the database"),
             "images": []}},
+        {"timestamp": _ts(2), "type": "response_item", "payload": {
+            "type": "reasoning", "content": None,
+            "summary": [{"type": "summary_text", "text": _text(reasoning, "**Plan**")}]}},
         {"timestamp": _ts(2), "type": "response_item", "payload": {
             "type": "message", "role": "assistant",
             "content": [{"type": "output_text", "text": _text(reply, "Configuring.")}]}},
@@ -163,7 +168,7 @@ def write_gemini(home: Path, workspace: Path) -> Path:
     digest = hashlib.sha256(str(workspace).encode()).hexdigest()
     chats = home / ".gemini" / "tmp" / digest / "chats"
     chats.mkdir(parents=True)
-    user, reply, args, result = _spread(4)
+    user, reply, args, result, thoughts = _spread(5)
     session = {
         "sessionId": "5b959dae-8655-4cd1-b10f-720b8c336ea2", "projectHash": digest,
         "startTime": _ts(0), "lastUpdated": _ts(5),
@@ -172,6 +177,8 @@ def write_gemini(home: Path, workspace: Path) -> Path:
              "content": _text(user, "rotate the keys")},
             {"id": "m2", "timestamp": _ts(2), "type": "gemini",
              "content": _text(reply, "Rotating."), "model": "gemini-2.5-pro",
+             "thoughts": [{"subject": "Rotating keys", "timestamp": _ts(2),
+                           "description": _text(thoughts, "Which keys?")}],
              "toolCalls": [{
                  "id": "run_shell_command-1", "name": "run_shell_command",
                  "args": {"command": " ; ".join(p.text.replace("\n", " ") for p in args),
