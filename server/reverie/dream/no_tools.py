@@ -80,7 +80,7 @@ def _render(source: SessionSource, share: int) -> str:
     try:
         transcript = load_transcript(source.path, session_id=source.session_id)
     except (TranscriptError, OSError, ValueError):
-        return redact((notes or "(transcript unreadable)")[:share])[0]
+        return redact(notes or "(transcript unreadable)")[0][:share]  # redacted, then cut
     return render_session(transcript, notes, budget=share)
 
 
