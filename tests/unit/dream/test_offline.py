@@ -237,3 +237,39 @@ def test_session_without_transcript_or_notes_is_harmless(tmp_path: Path) -> None
     empty = SessionInput(session_id="e", anchor=WHEN)
     result = consolidate_offline(tmp_path, [empty])
     assert result.files_touched == [] and not (tmp_path / "MEMORY.md").exists()
+
+
+def test_a_dropped_tool_supersedes_a_persons_line_in_their_own_file(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("# Memory\n\n- [Team notes](team-notes.md) - ours\n")
+    (tmp_path / "team-notes.md").write_text(
+        "---\nname: Team notes\ndescription: ours\ntype: project\n---\n\n# Team notes\n\n"
+        "- Data fetching uses SWR hooks in src/api/.\n- QA signs off on the preview.\n")
+    first = _session("s1", [], user="For data fetching let's use SWR for now.")
+    consolidate_offline(tmp_path, [first], today=date(2026, 3, 5))
+    later = _session("s2", [], user="Change of plan: drop SWR, we move to TanStack Query.",
+                     when=LATER)
+    consolidate_offline(tmp_path, [later], today=date(2026, 3, 21))
+    notes = (tmp_path / "team-notes.md").read_text()
+    # replaced where the person wrote it, their words kept as what was replaced
+    assert "- **Data fetching:** Drop SWR, move to TanStack Query." in notes or \
+        "Drop SWR, move to TanStack Query." in notes
+    assert "Data fetching uses SWR hooks in src/api/" in notes.split("(formerly:", 1)[1]
+    assert "- QA signs off on the preview.\n" in notes
+    # nothing anywhere still presents SWR as current
+    for line in _bullets(tmp_path):
+        assert "SWR" not in line or "Drop SWR" in line
+    # the topic that only held the SWR decision is gone, and so is its index line
+    assert check_index(tmp_path) == []
+    index = (tmp_path / "MEMORY.md").read_text()
+    for entry in parse_index(index).entries:
+        assert (tmp_path / entry.target_path).is_file()
+
+
+def test_restatements_of_a_choice_merge_keeping_the_richer_words(tmp_path: Path) -> None:
+    session = _session("s1", [], user=[
+        "Note: this repo uses pnpm — never npm or yarn; the lockfile is pnpm-lock.yaml.",
+        "No, don't use npm here — use pnpm.",
+    ])
+    consolidate_offline(tmp_path, [session], today=date(2026, 3, 5))
+    rules = [b for b in _bullets(tmp_path) if "pnpm" in b and "npm" in b]
+    assert len(rules) == 1 and "pnpm-lock.yaml" in rules[0]
