@@ -34,7 +34,7 @@ from pathlib import Path
 
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text
-from reverie.llm.errors import LLMError, LLMToolsUnsupportedError
+from reverie.llm.errors import LLMToolsUnsupportedError, StructuredOutputError
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.redact import redact
 from reverie.session_memory.source import RecentContext
@@ -230,9 +230,7 @@ class LLMWriter:
             got = await complete_json(self.client, [ChatMessage(role="user", content=prompt)],
                                       NotesRewrite, system=NO_TOOLS_SYSTEM, max_tokens=budget,
                                       on_progress=_throttled(progress))
-        except LLMError as exc:
-            if isinstance(exc, LLMToolsUnsupportedError):
-                raise
+        except StructuredOutputError as exc:  # prose, invalid JSON, or cut off by the budget
             return _Run(turns=1, error=f"no-tools notes rejected: {exc.message}")
         assert isinstance(got.value, NotesRewrite)
         text = got.value.notes if got.value.notes.endswith("\n") else got.value.notes + "\n"
