@@ -260,7 +260,10 @@ class _Run:
     def of_loop(cls, loop: LoopResult) -> _Run:
         denials = [f"{d.tool} {d.path}: {d.reason}".strip() for d in loop.denials]
         run = cls(turns=loop.turns, usage=loop.usage, denials=denials)
-        if denials:
+        if denials and not loop.files_written:
+            # nothing valid was done: the run failed. With valid edits beside a refused call,
+            # the refused call was denied (the model was told) and the edits stand (the spec):
+            # the denials are reported (``denied`` events, ``WriteOutcome.denials``).
             run.error = "the model tried a tool or path it may not use: " + "; ".join(denials)
         elif loop.stop_reason == "repeated_call" and not loop.files_written:
             run.error = "the model repeated the same tool call without making progress"

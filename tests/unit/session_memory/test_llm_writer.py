@@ -285,3 +285,24 @@ async def test_anthropic_wire_format(server: FakeLLMServer) -> None:
     assert result.edited and result.error is None
     assert server.model_requests()[0].provider == "anthropic"
     assert "- saw: request 13" in notes_of(manager, conv).read_text()
+
+
+async def test_a_denied_call_beside_valid_edits_keeps_the_edits(
+    server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """One refused call does not throw the update away: it is denied (the model is told and a
+    ``denied`` event reports it) and the valid edit to the notes stands."""
+    victim = tmp_path / "other.md"
+    victim.write_text("untouched\n")
+    server.enqueue(edit_step("- kept edit"),
+                   Step.tool("write_file", file_path=str(victim), content="pwned"),
+                   Step.reply("done"))
+    events = EventRecorder()
+    manager = SessionMemoryManager(llm_settings(server), events)
+    conv = long_conversation()
+    result = await manager.extract(conv.session, conv.messages, WORKSPACE, force=True)
+    assert result.error is None and result.edited
+    assert "- kept edit" in notes_of(manager, conv).read_text()
+    assert victim.read_text() == "untouched\n"
+    denied = events.of_type("denied")
+    assert denied and denied[0].payload["tool"] == "write_file"
