@@ -36,12 +36,18 @@ def _load() -> ModuleType:
     return module
 
 
+@pytest.fixture(scope="module")
+def corpus_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory for the module: dream and sleep read the same generated histories."""
+    return tmp_path_factory.mktemp("scale")
+
+
 def _series(scale: ModuleType, root: Path, job: str) -> tuple[float, float, str]:
     if job == "notes":
         report = scale.measure(root, [1.0, 2.0, 4.0], [], 0.1, ["failures"], ["notes"],
                                timeout=60, references=False)
     else:
-        report = scale.measure(root, [], [20, 80], 0.1, ["failures"], [job], timeout=60,
+        report = scale.measure(root, [], [16, 48, 144], 0.08, ["failures"], [job], timeout=60,
                                references=False)
     key = f"{job}/failures"
     for point in report.points:
@@ -62,11 +68,11 @@ PENDING: dict[str, str] = {}
     if job in PENDING else job
     for job in ("notes", "dream", "sleep")
 ])
-def test_job_grows_linearly_in_time_and_memory(job: str, tmp_path: Path) -> None:
+def test_job_grows_linearly_in_time_and_memory(job: str, corpus_root: Path) -> None:
     scale = _load()
-    exponent, slope, table = _series(scale, tmp_path, job)
+    exponent, slope, table = _series(scale, corpus_root, job)
     if exponent > MAX_EXPONENT or slope > MAX_RSS_SLOPE[job]:
-        again, slope2, table2 = _series(scale, tmp_path, job)  # the generated files are reused
+        again, slope2, table2 = _series(scale, corpus_root, job)  # the files are reused
         exponent, slope, table = min(exponent, again), min(slope, slope2), table + "\n" + table2
     assert exponent <= MAX_EXPONENT, f"time grows as size^{exponent:.2f}\n{table}"
     assert slope <= MAX_RSS_SLOPE[job], f"RSS grows {slope:.2f} MB per input MB\n{table}"
