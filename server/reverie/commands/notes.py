@@ -35,7 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from reverie.background import run_in_background
     from reverie.session_memory.manager import SessionMemoryManager
-    from reverie.session_memory.source import TranscriptConversation, load_session_digests
+    from reverie.session_memory.source import (
+        TranscriptConversation,
+        load_session_digests,
+        load_session_head,
+    )
+    from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import current_session, discover_sessions
     from reverie.transcripts.reader import TranscriptError
 
@@ -61,8 +66,14 @@ def run(args: argparse.Namespace) -> int:
 
     # one streamed pass keeps digests (what the thresholds need), not the conversation: the
     # writer reads the transcript again, itself streaming, only if an extraction runs
+    # (with --force the thresholds are not asked: the session record from the first records is
+    # enough, and the writer's own pass is the only full read)
     try:
-        session, digests = load_session_digests(path, session_id)
+        digests: list[MessageDigest] = []
+        if args.force:
+            session = load_session_head(path, session_id)
+        else:
+            session, digests = load_session_digests(path, session_id)
     except TranscriptError as exc:
         return fail(str(exc))
     conversation = TranscriptConversation(path, session.id, digests, run_in_background)

@@ -147,6 +147,24 @@ def load_session_digests(
     return reader.session, items
 
 
+def load_session_head(path: Path, session_id: str | None, messages: int = 64) -> Session:
+    """The session record as its transcript's first ``messages`` messages give it (id, cwd,
+    parent): what a forced extraction needs before its writer reads the whole file itself."""
+    from reverie.transcripts.reader import TranscriptReader
+
+    reader = TranscriptReader(Path(path), session_id=session_id)
+    stream = iter(reader)
+    try:
+        for count, _message in enumerate(stream, 1):
+            if count >= messages and reader.session.cwd:
+                break
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    return reader.session
+
+
 def load_packed_digests(path: Path, session_id: str | None) -> tuple[Session, list[bytes]]:
     """``load_session_digests`` packed for the trip out of a worker process
     (``digest.pack_digests``: a long list of tuples would unpickle in one long GIL hold)."""
