@@ -112,3 +112,15 @@ async def test_a_live_transcript_is_read_as_it_is_when_the_extraction_runs(tmp_p
     after = await live.recent(None, full=False, overlap=OVERLAP, budget_chars=BUDGET)
     assert len(after.text) > len(before.text) and after.point != before.point
     assert after.point == extracted_point(load_transcript(copy).messages)
+
+
+def test_session_head_matches_the_full_read_for_what_a_forced_extraction_needs() -> None:
+    from reverie.session_memory.source import load_session_digests, load_session_head
+
+    from .conftest import CLAUDE_SPOTTER, CODEX_ROLLOUT
+
+    for path in (CLAUDE_SPOTTER, CODEX_ROLLOUT):
+        head = load_session_head(path, None, messages=5)
+        full, _digests = load_session_digests(path, None)
+        assert (head.id, head.cwd, head.agent, head.parent_session_id) == (
+            full.id, full.cwd, full.agent, full.parent_session_id)
