@@ -109,7 +109,50 @@ if (!bundled.includes(`cp${major}${minor}`)) {
   throw new Error(`could not bundle the compiled dependencies for the building Python ${major}.${minor}`);
 }
 
-// 4. Drop what a runtime never needs; record what was bundled.
+// 3b. Compiled packages byte-identical for every bundled Python (abi3 wheels such as
+//     watchfiles) move once to bundled/libs/shared instead of being shipped per version.
+function treeDigest(root) {
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      hash.update(path.relative(root, full));
+      if (entry.isDirectory()) {
+        walk(full);
+      } else {
+        hash.update(fs.readFileSync(full));
+      }
+    }
+  };
+  if (fs.statSync(root).isDirectory()) {
+    walk(root);
+  } else {
+    hash.update(fs.readFileSync(root));
+  }
+  return hash.digest('hex');
+}
+const shared = path.join(libs, 'shared');
+const deduped = [];
+if (bundled.length > 1) {
+  for (const name of fs.readdirSync(path.join(libs, bundled[0]))) {
+    const digests = bundled.map((tag) => {
+      const entry = path.join(libs, tag, name);
+      return fs.existsSync(entry) ? treeDigest(entry) : null;
+    });
+    if (digests.every((d) => d !== null && d === digests[0])) {
+      fs.mkdirSync(shared, { recursive: true });
+      fs.renameSync(path.join(libs, bundled[0], name), path.join(shared, name));
+      for (const tag of bundled.slice(1)) {
+        fs.rmSync(path.join(libs, tag, name), { recursive: true, force: true });
+      }
+      deduped.push(name);
+    }
+  }
+}
+
+// 4. Drop what a runtime never needs (test doubles such as the fake LLM server included);
+//    record what was bundled.
+fs.rmSync(path.join(libs, 'py', 'reverie', 'testing'), { recursive: true, force: true });
 for (const dir of fs.readdirSync(libs)) {
   fs.rmSync(path.join(libs, dir, 'bin'), { recursive: true, force: true });
 }
@@ -119,12 +162,12 @@ for (const entry of fs.readdirSync(libs, { recursive: true, withFileTypes: true 
   }
 }
 fs.writeFileSync(path.join(libs, 'MANIFEST.json'), JSON.stringify({
-  platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure, compiled,
+  platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure, compiled, shared: deduped,
 }, null, 2) + '\n');
 fs.rmSync(work, { recursive: true, force: true });
 
 // 5. Smoke test: the bundled server imports with the building interpreter.
 execFileSync(python, ['-I', '-B', '-c', 'import sys; sys.path[:0] = sys.argv[1:]; import reverie.cli, pydantic_core, orjson, watchfiles, pygls',
-  path.join(libs, `cp${major}${minor}`), path.join(libs, 'py')], { stdio: 'inherit' });
+  path.join(libs, `cp${major}${minor}`), shared, path.join(libs, 'py')], { stdio: 'inherit' });
 fs.writeFileSync(stampPath, digest); // only once the smoke test passed
-console.log(`vendor: ${pure.length} pure + ${compiled.length} compiled packages for ${bundled.join(', ')} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+console.log(`vendor: ${pure.length} pure + ${compiled.length} compiled packages for ${bundled.join(', ')} (shared: ${deduped.join(', ') || 'none'}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);

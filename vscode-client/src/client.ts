@@ -66,6 +66,9 @@ export class ReverieServer implements vscode.Disposable {
     readonly log: vscode.LogOutputChannel,
   ) {}
 
+  /** The last start failed because no usable Python was found (the welcome view says so). */
+  pythonMissing = false;
+
   get isRunning(): boolean {
     return this.client?.state === State.Running;
   }
@@ -164,9 +167,11 @@ export class ReverieServer implements vscode.Disposable {
     try {
       interpreter = await probeInterpreter(await chooseInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri));
     } catch (error) {
+      this.pythonMissing = error instanceof InterpreterError;
       this.fail(error instanceof InterpreterError ? error.message : `Could not start the Reverie server: ${String(error)}`, true);
       return;
     }
+    this.pythonMissing = false;
     const env = await this.serverEnvironment(interpreter);
     if (!env) {
       return;
@@ -258,7 +263,9 @@ export class ReverieServer implements vscode.Disposable {
         'Python, or install reverie into your interpreter and set "reverie.server.importStrategy" to "fromEnvironment".', true);
       return undefined;
     }
-    env.PYTHONPATH = [compiled, pure, ...(process.env.PYTHONPATH ? [process.env.PYTHONPATH] : [])].join(path.delimiter);
+    // compiled packages identical for every Python version ship once, in libs/shared
+    const shared = path.join(libs, 'shared');
+    env.PYTHONPATH = [compiled, ...(fs.existsSync(shared) ? [shared] : []), pure, ...(process.env.PYTHONPATH ? [process.env.PYTHONPATH] : [])].join(path.delimiter);
     env.PYTHONNOUSERSITE = '1';
     return env;
   }

@@ -8,24 +8,30 @@ import * as vscode from 'vscode';
 import { type ReverieServer, ServerCommandError } from './client';
 import { connectAgent, disconnectAgent } from './connect';
 import { API_KEY_SECRET, Commands, ServerCommands } from './constants';
-import { type HistoryDocuments } from './history';
 import {
-  field,
   type HistoryResult,
   type HistoryRun,
   type JobStarted,
-  type LockStatus,
+  type LockStatusResult,
   type ModelTestResult,
   type ProvidersResult,
   type SessionNotesResult,
-} from './protocol';
+  type SessionRow,
+  type UndoResult,
+} from './generated/protocol';
+import { type HistoryDocuments } from './history';
+import { type JobTracker } from './jobs';
+import { runCounts, workspaceArg } from './sidebar';
 import { formatWhen } from './statusBar';
 
 export interface CommandContext {
   server: ReverieServer;
   secrets: vscode.SecretStorage;
   history: HistoryDocuments;
+  jobs: JobTracker;
   log: vscode.LogOutputChannel;
+  /** refreshes the sidebar views */
+  refreshViews: () => void;
   /** what the user answered to offers (globalState: for good; workspaceState: here) */
   state: { global: vscode.Memento; workspace: vscode.Memento };
 }
@@ -42,21 +48,14 @@ export async function reportFailure(what: string, error: unknown, log: vscode.Lo
   }
 }
 
-function guarded(ctx: CommandContext, what: string, body: () => Promise<unknown>): () => Promise<void> {
-  return async () => {
+function guarded(ctx: CommandContext, what: string, body: (arg?: unknown) => Promise<unknown>): (arg?: unknown) => Promise<void> {
+  return async (arg?: unknown) => {
     try {
-      await body();
+      await body(arg);
     } catch (error) {
       await reportFailure(what, error, ctx.log);
     }
   };
-}
-
-function workspaceArg(): Record<string, unknown> {
-  const folder = vscode.window.activeTextEditor
-    ? vscode.workspace.getWorkspaceFolder(vscode.window.activeTextEditor.document.uri)
-    : vscode.workspace.workspaceFolders?.[0];
-  return folder ? { workspace: folder.uri.fsPath } : {};
 }
 
 async function openFile(file: string): Promise<void> {
@@ -64,86 +63,117 @@ async function openFile(file: string): Promise<void> {
   await vscode.window.showTextDocument(doc, { preview: false });
 }
 
-export function lockSummary(lock: LockStatus): { title: string; detail: string } {
-  const pid = field<number | null>(lock, 'holderPid');
-  const alive = field<boolean>(lock, 'holderAlive');
-  const last = field<string | null>(lock, 'lastConsolidatedAt');
-  const hours = field<number | null>(lock, 'hoursSince');
-  const sessions = field<number | null>(lock, 'sessionsSince');
-  const gate = field<string>(lock, 'nextGate') ?? 'unknown';
-  const title = alive && pid ? `Consolidation lock held by PID ${pid}` : 'Consolidation lock free';
-  const gateText: Record<string, string> = {
-    open: 'open: the next check may start a dream',
-    time_gate: 'waiting for time since the last dream',
-    session_gate: 'waiting for more sessions',
-    lock_busy: 'another process is dreaming',
-    disabled: 'automatic dreams are off',
-  };
+/** Why an automatic dream would not start now, in words (the dream gates). */
+export const GATE_TEXT: Record<string, string> = {
+  open: 'open: the next check may start a dream',
+  time_gate: 'waiting for time since the last dream',
+  session_gate: 'waiting for more sessions',
+  lock_busy: 'another process is dreaming',
+  disabled: 'automatic dreams are off',
+};
+
+export function lockSummary(lock: LockStatusResult): { title: string; detail: string } {
+  const title = lock.holderAlive && lock.holderPid ? `Consolidation lock held by PID ${lock.holderPid}` : 'Consolidation lock free';
   const lines = [
-    `Last dream: ${last ? formatWhen(new Date(last)) : 'never'}`,
-    `Hours since: ${typeof hours === 'number' ? hours.toFixed(1) : 'n/a'}`,
-    `Sessions since: ${typeof sessions === 'number' ? sessions : 'n/a'}`,
-    `Next gate: ${gateText[gate] ?? gate}`,
-    `Memory: ${String(field(lock, 'memoryDir') ?? '')}`,
+    `Last dream: ${lock.lastConsolidatedAt ? formatWhen(new Date(lock.lastConsolidatedAt)) : 'never'}`,
+    `Hours since: ${lock.hoursSince !== null ? lock.hoursSince.toFixed(1) : 'n/a'}`,
+    `Sessions since: ${lock.sessionsSince ?? 'n/a'}`,
+    `Next gate: ${GATE_TEXT[lock.nextGate] ?? lock.nextGate}`,
+    `Memory: ${lock.memoryDir}`,
   ];
   return { title, detail: lines.join('\n') };
 }
 
 function runLabel(run: HistoryRun): vscode.QuickPickItem & { run: HistoryRun } {
-  const id = String(field(run, 'runId') ?? field(run, 'id') ?? '');
-  const when = field<string>(run, 'at') ?? field<string>(run, 'timestamp') ?? field<string>(run, 'createdAt');
-  const source = String(field(run, 'source') ?? '');
-  const counts = ['added', 'changed', 'removed']
-    .map((kind) => {
-      const value = field<unknown>(run, kind);
-      const n = Array.isArray(value) ? value.length : typeof value === 'number' ? value : 0;
-      return n ? `${n} ${kind}` : '';
-    })
-    .filter(Boolean)
-    .join(', ');
   return {
-    label: `${when ? formatWhen(new Date(when)) : id} · ${source || 'run'}`,
-    description: counts || String(field(run, 'message') ?? ''),
-    detail: id,
+    label: `${formatWhen(new Date(run.at))} · ${run.source}${run.undone ? ' (undone)' : ''}`,
+    description: runCounts(run),
+    detail: run.summary || run.runId,
     run,
   };
 }
 
-export async function undoRun(ctx: CommandContext, runId?: string | null): Promise<void> {
-  const result = await ctx.server.execute<Record<string, unknown>>(ServerCommands.undo, { ...workspaceArg(), ...(runId ? { runId } : {}) });
-  const message = field<string>(result, 'message') ?? `Reverie restored memory to before run ${String(field(result, 'undoneRunId') ?? runId ?? '')}.`;
-  void vscode.window.showInformationMessage(message);
+const DREAM_SOURCES = new Set(['auto', 'manual', 'sleep']);
+
+function describeRun(run: HistoryRun): string {
+  const files = [...run.added, ...run.changed, ...run.removed];
+  return `${run.source} run of ${new Date(run.at).toLocaleString()} (${runCounts(run)}: ${files.join(', ') || 'no files'})`;
 }
 
 /**
- * The history, with the before/after contents of one run when the server offers them
- * (`runId` + `withContents`); a server without those arguments gets the plain request.
+ * Undoes a run after a confirmation that says what will change: the given run, else the latest
+ * dream or sleep run still in effect (never an undo). The result says what changed, or that
+ * nothing did; "Redo" brings the run back.
  */
-async function historyFor(ctx: CommandContext, runId?: string | null): Promise<HistoryRun[]> {
-  if (runId) {
-    try {
-      const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), runId, withContents: true });
-      return runs;
-    } catch (error) {
-      ctx.log.debug(`history with contents unavailable: ${String(error)}`);
-    }
+export async function undoRun(ctx: CommandContext, runId?: string | null): Promise<void> {
+  const args = workspaceArg();
+  const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, args);
+  const run = runId ? runs.find((r) => r.runId === runId || r.runId.startsWith(runId)) : runs.find((r) => DREAM_SOURCES.has(r.source) && !r.undone);
+  if (!run) {
+    void vscode.window.showInformationMessage(runId ? `Reverie: run ${runId} is not in the memory history.` : 'Reverie: nothing to undo: no dream or sleep run is in effect.');
+    return;
   }
-  return (await ctx.server.execute<HistoryResult>(ServerCommands.history, workspaceArg())).runs;
+  const verb = run.source === 'undo' ? 'Redo' : 'Undo';
+  const choice = await vscode.window.showWarningMessage(
+    `${verb} the ${describeRun(run).split(' (')[0]}?`,
+    { modal: true, detail: `Memory files go back to how they were before that run: ${[...run.added, ...run.changed, ...run.removed].join(', ') || 'no files'}.\nThe ${verb.toLowerCase()} is recorded in the history, so it can be reverted too.` },
+    verb);
+  if (choice !== verb) {
+    return;
+  }
+  const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId });
+  await reportUndo(ctx, result);
+}
+
+async function reportUndo(ctx: CommandContext, result: UndoResult): Promise<void> {
+  ctx.log.info(`undo: ${result.message}`);
+  ctx.refreshViews();
+  void vscode.commands.executeCommand('setContext', 'reverie.canRedo', result.changed);
+  if (!result.changed) {
+    void vscode.window.showInformationMessage(`Reverie: ${result.message}`);
+    return;
+  }
+  const choice = await vscode.window.showInformationMessage(`Reverie: ${result.message}`, 'Redo', 'Show Diff');
+  if (choice === 'Redo') {
+    await redo(ctx);
+  } else if (choice === 'Show Diff' && result.run) {
+    await ctx.history.show(result.run.runId, workspaceArg().workspace);
+  }
+}
+
+/** Undoes the latest undo still in effect, which brings its run back. */
+export async function redo(ctx: CommandContext): Promise<void> {
+  const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...workspaceArg(), redo: true });
+  await reportUndo(ctx, result);
 }
 
 export async function showRunDiff(ctx: CommandContext, runId?: string | null): Promise<void> {
-  const runs = await historyFor(ctx, runId);
-  const run = runId ? runs.find((r) => String(field(r, 'runId') ?? field(r, 'id')) === runId) : runs[0];
-  if (!run) {
-    void vscode.window.showInformationMessage('Reverie: that run is not in the memory history.');
+  const { workspace } = workspaceArg();
+  const id = runId ?? (await ctx.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 1 })).runs[0]?.runId;
+  if (!id) {
+    void vscode.window.showInformationMessage('Reverie: no memory history yet.');
     return;
   }
-  await ctx.history.show(run);
+  await ctx.history.show(id, workspace);
 }
 
-async function memoryDir(ctx: CommandContext): Promise<string | undefined> {
-  const lock = await ctx.server.execute<LockStatus>(ServerCommands.lockStatus, workspaceArg());
-  return field<string>(lock, 'memoryDir');
+async function memoryDir(ctx: CommandContext): Promise<string> {
+  return (await ctx.server.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg())).memoryDir;
+}
+
+/** Opens a session's notes, or offers to write them. */
+async function openSessionNotes(ctx: CommandContext, sessionId?: string): Promise<void> {
+  const notes = await ctx.server.execute<SessionNotesResult>(ServerCommands.sessionNotes, { ...workspaceArg(), ...(sessionId ? { sessionId } : {}) });
+  if (!notes.exists) {
+    const choice = await vscode.window.showInformationMessage(
+      `Reverie has no notes for session ${notes.sessionId} yet.`, 'Update Session Notes');
+    if (choice) {
+      const started = await ctx.server.execute<JobStarted>(ServerCommands.updateNotes, { ...workspaceArg(), sessionId: notes.sessionId });
+      ctx.jobs.follow(started, 'Session notes');
+    }
+    return;
+  }
+  await openFile(notes.path);
 }
 
 /** The lines under a model test's headline: what was asked, what answered, what works. */
@@ -164,7 +194,7 @@ export function modelTestDetail(result: ModelTestResult): string {
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const { server } = ctx;
-  const register = (id: string, what: string, body: () => Promise<unknown>): vscode.Disposable =>
+  const register = (id: string, what: string, body: (arg?: unknown) => Promise<unknown>): vscode.Disposable =>
     vscode.commands.registerCommand(id, guarded(ctx, what, body));
 
   return [
@@ -179,29 +209,22 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
         return; // cancelled
       }
       const started = await server.execute<JobStarted>(ServerCommands.dream, { ...workspaceArg(), ...(extra.trim() ? { extraContext: extra.trim() } : {}) });
-      vscode.window.setStatusBarMessage(`Reverie: dream ${started.jobId} started`, 4000);
+      ctx.jobs.follow(started, 'Dream');
     }),
     register(Commands.updateSessionNotes, 'Update Session Notes', async () => {
       const started = await server.execute<JobStarted>(ServerCommands.updateNotes, workspaceArg());
-      vscode.window.setStatusBarMessage(`Reverie: updating session notes (${started.jobId})`, 4000);
+      ctx.jobs.follow(started, 'Session notes');
     }),
-    register(Commands.openSessionNotes, 'Open Session Notes', async () => {
-      const notes = await server.execute<SessionNotesResult>(ServerCommands.sessionNotes, workspaceArg());
-      if (notes.exists === false || !notes.content && !notes.path) {
-        const choice = await vscode.window.showInformationMessage(
-          `Reverie has no notes for session ${notes.sessionId} yet.`, 'Update Session Notes');
-        if (choice) {
-          await vscode.commands.executeCommand(Commands.updateSessionNotes);
-        }
-        return;
+    register(Commands.openSessionNotes, 'Open Session Notes', () => openSessionNotes(ctx)),
+    register(Commands.openSession, 'Open Session Notes', (row?: unknown) => openSessionNotes(ctx, (row as SessionRow | undefined)?.sessionId)),
+    register(Commands.openTranscript, 'Open Transcript', async (row?: unknown) => {
+      const session = row as SessionRow | undefined;
+      if (session) {
+        await openFile(session.path);
       }
-      await openFile(notes.path);
     }),
     register(Commands.openMemoryIndex, 'Open Memory Index', async () => {
       const dir = await memoryDir(ctx);
-      if (!dir) {
-        throw new ServerCommandError('the server did not say where the memory directory is');
-      }
       const index = path.join(dir, 'MEMORY.md');
       try {
         await vscode.workspace.fs.stat(vscode.Uri.file(index));
@@ -215,7 +238,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       await openFile(index);
     }),
     register(Commands.showLockStatus, 'Show Lock Status', async () => {
-      const lock = await server.execute<LockStatus>(ServerCommands.lockStatus, workspaceArg());
+      const lock = await server.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg());
       const { title, detail } = lockSummary(lock);
       const choice = await vscode.window.showInformationMessage(title, { modal: true, detail }, 'Open Memory Index', 'Dream Now');
       if (choice === 'Open Memory Index') {
@@ -226,7 +249,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     }),
     register(Commands.runSleepCycle, 'Run Sleep Cycle', async () => {
       const started = await server.execute<JobStarted>(ServerCommands.sleep, workspaceArg());
-      vscode.window.setStatusBarMessage(`Reverie: sleep cycle ${started.jobId} started`, 4000);
+      ctx.jobs.follow(started, 'Sleep cycle');
     }),
     register(Commands.showMemoryHistory, 'Show Memory History', async () => {
       const { runs } = await server.execute<HistoryResult>(ServerCommands.history, workspaceArg());
@@ -238,18 +261,17 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
         title: 'Reverie: memory history', placeHolder: 'Pick a run to see what it changed', matchOnDetail: true,
       });
       if (picked) {
-        const runId = field<string>(picked.run, 'runId') ?? field<string>(picked.run, 'id');
-        await (runId ? showRunDiff(ctx, runId) : ctx.history.show(picked.run));
+        await showRunDiff(ctx, picked.run.runId);
       }
     }),
-    register(Commands.undoLastDream, 'Undo Last Dream', async () => {
-      const choice = await vscode.window.showWarningMessage(
-        'Undo the last dream?',
-        { modal: true, detail: 'The memory directory goes back to how it was before that run. The undo itself is recorded, so it can be undone too.' },
-        'Undo');
-      if (choice === 'Undo') {
-        await undoRun(ctx);
-      }
+    register(Commands.undoLastDream, 'Undo Last Dream', () => undoRun(ctx)),
+    register(Commands.redo, 'Redo', () => redo(ctx)),
+    register(Commands.undoRun, 'Undo Run', (run?: unknown) => undoRun(ctx, (run as HistoryRun | undefined)?.runId)),
+    register(Commands.showRunDiff, 'Show Diff', (run?: unknown) => showRunDiff(ctx, (run as HistoryRun | undefined)?.runId)),
+    register(Commands.cancelJob, 'Cancel Job', () => ctx.jobs.pickAndCancel()),
+    register(Commands.refreshViews, 'Refresh', () => {
+      ctx.refreshViews();
+      return Promise.resolve();
     }),
     register(Commands.setApiKey, 'Set API Key', async () => {
       const key = await vscode.window.showInputBox({

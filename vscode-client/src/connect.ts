@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 
 import { type CommandContext } from './commands';
 import { ServerCommands } from './constants';
-import { type ConnectResult, type ConnectionsResult, type StatusResult } from './protocol';
+import { type ConnectAgentResult as ConnectResult, type ConnectionsResult, type StatusResult } from './generated/protocol';
 
 const AGENT_NAMES: Record<string, string> = {
   'claude-code': 'Claude Code',
@@ -60,13 +60,14 @@ export async function connectAgent(ctx: CommandContext, agent?: string): Promise
   const workspace = folder.uri.fsPath;
   if (!agent) {
     const listing = await ctx.server.execute<ConnectionsResult>(ServerCommands.connections, { workspace });
-    const connected = new Map(listing.connections.map((c) => [c.agent, c.scope]));
+    const connected = new Map<string, string>(listing.connections.map((c) => [c.agent, c.scope]));
+    const detected = new Set<string>(listing.detected);
     const picked = await vscode.window.showQuickPick(
       Object.keys(AGENT_NAMES)
-        .sort((a, b) => Number(listing.detected.includes(b)) - Number(listing.detected.includes(a)))
+        .sort((a, b) => Number(detected.has(b)) - Number(detected.has(a)))
         .map((id) => ({
           label: agentName(id),
-          description: connected.has(id) ? `connected (${connected.get(id) ?? ''})` : listing.detected.includes(id) ? 'sessions found' : '',
+          description: connected.has(id) ? `connected (${connected.get(id) ?? ''})` : detected.has(id) ? 'sessions found' : '',
           id,
         })),
       { title: 'Reverie: Connect Agent', placeHolder: 'Which agent should read Reverie\'s memory?' });
@@ -111,7 +112,7 @@ export async function disconnectAgent(ctx: CommandContext): Promise<void> {
 
 /** Offers, once, to connect the first agent with sessions here that is not connected. */
 export async function offerConnection(ctx: CommandContext, status: StatusResult): Promise<void> {
-  for (const entry of status.connections ?? []) {
+  for (const entry of status.connections) {
     const connected = new Set(entry.connected.map((c) => c.agent));
     for (const agent of entry.detected) {
       const key = `${OFFER_KEY}${agent}`;

@@ -28,61 +28,39 @@ export const Commands = {
   disconnectAgent: 'reverie.disconnectAgent',
   testModelConnection: 'reverie.testModelConnection',
   chooseProvider: 'reverie.chooseProvider',
+  cancelJob: 'reverie.cancelJob',
+  redo: 'reverie.redo',
+  refreshViews: 'reverie.refreshViews',
+  showRunDiff: 'reverie.showRunDiff',
+  undoRun: 'reverie.undoRun',
+  openSession: 'reverie.openSession',
+  openTranscript: 'reverie.openTranscript',
 } as const;
 
-/** `workspace/executeCommand` ids the server registers (server/reverie/lsp/protocol.py). */
-export const ServerCommands = {
-  status: 'reverie.server.status',
-  listSessions: 'reverie.server.listSessions',
-  sessionNotes: 'reverie.server.sessionNotes',
-  updateNotes: 'reverie.server.updateNotes',
-  dream: 'reverie.server.dream',
-  sleep: 'reverie.server.sleep',
-  lockStatus: 'reverie.server.lockStatus',
-  history: 'reverie.server.history',
-  undo: 'reverie.server.undo',
-  cancelJob: 'reverie.server.cancelJob',
-  connectAgent: 'reverie.server.connectAgent',
-  disconnectAgent: 'reverie.server.disconnectAgent',
-  connections: 'reverie.server.connections',
-  testModel: 'reverie.server.testModel',
-  providers: 'reverie.server.providers',
+/** Context keys (package.json `when` clauses). */
+export const ContextKeys = {
+  serverRunning: 'reverie.serverRunning',
+  serverState: 'reverie.serverState',
+  pythonMissing: 'reverie.pythonMissing',
+  jobRunning: 'reverie.jobRunning',
+  canRedo: 'reverie.canRedo',
 } as const;
 
-/** Custom notifications from the server. */
-export const Notifications = {
-  memorySaved: 'reverie/memorySaved',
-  sessionNotesUpdated: 'reverie/sessionNotesUpdated',
-  jobEvent: 'reverie/jobEvent',
-  lockChanged: 'reverie/lockChanged',
+/** Views of the Reverie sidebar. */
+export const Views = {
+  container: 'reverie',
+  sessions: 'reverie.sessions',
+  memory: 'reverie.memory',
+  history: 'reverie.history',
 } as const;
 
-/** The configuration section; every server setting is `reverie.<camelCase field>`. */
-export const SETTINGS_SECTION = 'reverie';
+export { Notifications, SERVER_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './generated/protocol';
 
 /** Client-only settings (never sent to the server). */
 export const ClientSettings = {
   python: 'server.python',
   importStrategy: 'server.importStrategy',
 } as const;
-
-/**
- * Server settings (server/reverie/config.py `Settings`, camelCase). Only values the user set
- * explicitly are sent, so `REVERIE_*` environment variables still apply underneath.
- */
-export const SERVER_SETTING_KEYS = [
-  'provider', 'model', 'baseUrl', 'connectTimeoutSeconds', 'requestTimeoutSeconds', 'maxRetries',
-  'maxOutputTokens', 'sessionMemoryModel', 'dreamModel', 'sleepModel', 'prices', 'dataDir',
-  'configDir', 'agentHome', 'watchDebounceMs', 'sessionMemoryEnabled', 'sessionMemoryInitTokens',
-  'sessionMemoryUpdateTokens', 'sessionMemoryToolCalls', 'sessionMemoryContext',
-  'sessionMemoryMaxTurns', 'dreamEnabled', 'dreamMinHours', 'dreamMinSessions',
-  'dreamScanIntervalSeconds', 'dreamMaxTurns', 'autoMemoryEnabled', 'remoteMode',
-  'memoryDirPreset', 'memoryDir', 'sleepEnabled', 'sleepTime', 'sleepMaxEntries',
-  'journalRetentionDays', 'notesRetentionDays', 'historyRetentionDays', 'deleteAgentTranscripts',
-  'transcriptRetentionDays', 'showNotifications', 'logLevel', 'stream', 'toolCalling',
-  'sessionMemoryMaxOutputTokens', 'dreamMaxOutputTokens', 'sleepMaxOutputTokens',
-  'sessionMemoryBudgetSeconds', 'dreamBudgetSeconds', 'sleepBudgetSeconds', 'cliPath',
-] as const;
 
 /** Settings a running server cannot take over: changing one restarts it. */
 export const RESTART_SETTING_KEYS = [

@@ -8,11 +8,13 @@ import { type LanguageClient } from 'vscode-languageclient/node';
 import { ReverieServer } from './client';
 import { registerCommands, type CommandContext } from './commands';
 import { offerConnection } from './connect';
-import { API_KEY_SECRET, HISTORY_SCHEME, OUTPUT_CHANNEL, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
+import { API_KEY_SECRET, ContextKeys, HISTORY_SCHEME, OUTPUT_CHANNEL, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
+import type { LockStatusResult, StatusResult } from './generated/protocol';
 import { HistoryDocuments } from './history';
+import { JobTracker } from './jobs';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
-import type { StatusResult } from './protocol';
 import { onInterpreterChanged } from './python';
+import { createSidebar, workspaceArg } from './sidebar';
 import { ReverieStatusBar } from './statusBar';
 
 let server: ReverieServer | undefined;
@@ -21,11 +23,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const log = vscode.window.createOutputChannel(OUTPUT_CHANNEL, { log: true });
   server = new ReverieServer(context, log);
   const status = new ReverieStatusBar();
-  const history = new HistoryDocuments();
+  const history = new HistoryDocuments(server);
+  const jobs = new JobTracker(server, log);
+  const sidebar = createSidebar(server, log);
   const ctx: CommandContext = {
-    server, secrets: context.secrets, history, log,
+    server, secrets: context.secrets, history, jobs, log,
+    refreshViews: () => sidebar.refresh(),
     state: { global: context.globalState, workspace: context.workspaceState },
   };
+  const setContext = (key: string, value: unknown): void => {
+    void vscode.commands.executeCommand('setContext', key, value);
+  };
+  setContext(ContextKeys.serverState, 'starting');
   const current = server;
   let latest: LanguageClient | undefined;
 
@@ -33,6 +42,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log,
     status,
     server,
+    jobs,
+    sidebar,
+    history,
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, history),
     ...registerCommands(ctx),
     server.onDidCreateClient((client) => {
@@ -42,11 +54,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     server.onDidChangeState((state) => {
       status.setServerState(state);
+      setContext(ContextKeys.serverRunning, state === 'running');
+      setContext(ContextKeys.serverState, state);
+      setContext(ContextKeys.pythonMissing, current.pythonMissing);
+      sidebar.refresh();
+      if (state !== 'running') {
+        jobs.reset();
+      }
       if (state === 'running' && latest) {
         attachShowMessage(current, latest);
         current.execute<StatusResult>(ServerCommands.status).then(
           (result) => {
             status.applyStatus(result);
+            jobs.seed(result);
+            current.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg()).then(
+              (lock) => status.applyLock(lock, result.pid), (error: unknown) => log.warn(`lock status: ${String(error)}`));
             offerConnection(ctx, result).catch((error: unknown) => log.warn(`connect offer: ${String(error)}`));
           },
           (error: unknown) => log.warn(`status: ${String(error)}`));

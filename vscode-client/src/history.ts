@@ -1,93 +1,79 @@
 /**
- * Read-only documents for memory history, so a run can be shown with `vscode.diff`:
- * `reverie-history:/<runId>/<side>/<file>` where side is `before` or `after`.
+ * Read-only documents for memory history, so a run can be shown as one multi-file diff:
+ * `reverie-history:/<side>/<file>?run=<runId>&workspace=<folder>` where side is `before` or
+ * `after`. The content is asked of the server each time (never kept in a map), so a diff tab
+ * VS Code restores after a reload shows the same text, or says why it cannot.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 
-import { HISTORY_SCHEME } from './constants';
-import { field, type HistoryRun } from './protocol';
+import { type ReverieServer } from './client';
+import { HISTORY_SCHEME, ServerCommands } from './constants';
+import { type HistoryResult, type HistoryRun } from './generated/protocol';
 
-interface FileChange {
-  path: string;
-  before: string;
-  after: string;
+type Side = 'before' | 'after';
+
+export function historyUri(runId: string, side: Side, file: string, workspace?: string): vscode.Uri {
+  const query = new URLSearchParams({ run: runId, ...(workspace ? { workspace } : {}) }).toString();
+  return vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${side}/${file}`, query });
+}
+
+function parse(uri: vscode.Uri): { runId: string; side: Side; file: string; workspace?: string } {
+  const query = new URLSearchParams(uri.query);
+  const [, side, ...rest] = uri.path.split('/');
+  return { runId: query.get('run') ?? '', side: side === 'before' ? 'before' : 'after', file: rest.join('/'), workspace: query.get('workspace') ?? undefined };
 }
 
 export class HistoryDocuments implements vscode.TextDocumentContentProvider {
-  private readonly contents = new Map<string, string>();
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
 
-  provideTextDocumentContent(uri: vscode.Uri): string {
-    return this.contents.get(uri.toString()) ?? '';
+  constructor(private readonly server: ReverieServer) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const { runId, side, file, workspace } = parse(uri);
+    let run: HistoryRun | undefined;
+    try {
+      run = (await this.run(runId, workspace)).run;
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      return `Reverie could not load run ${runId} (${detail}).\nStart the server ("Reverie: Restart Server") and reopen this diff from the History view.\n`;
+    }
+    const change = run?.changes?.find((c) => c.path === file);
+    if (!run || !change) {
+      return `Run ${runId} or its file ${file} is no longer in the memory history (it may have expired).\n`;
+    }
+    return (side === 'before' ? change.before : change.after) ?? '';
   }
 
-  private put(runId: string, side: 'before' | 'after' | 'run', file: string, text: string): vscode.Uri {
-    const uri = vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${runId}/${side}/${file}` });
-    this.contents.set(uri.toString(), text);
-    return uri;
+  /** One run with the before/after texts of its files. */
+  async run(runId: string, workspace?: string): Promise<{ run?: HistoryRun; memoryDir: string }> {
+    const { runs, memoryDir } = await this.server.execute<HistoryResult>(ServerCommands.history, { ...(workspace ? { workspace } : {}), runId, withContents: true });
+    return { run: runs[0], memoryDir };
   }
 
-  /** Opens the before/after diff of every file the run changed (or the run itself if it has none). */
-  async show(run: HistoryRun): Promise<void> {
-    const runId = String(field(run, 'runId') ?? field(run, 'id') ?? 'run');
-    const changes = fileChanges(run);
-    if (changes.length === 0) {
-      // The server gave no file contents for this run: show its unified diff, else a summary.
-      const patch = field<string>(run, 'diff') ?? field<string>(run, 'patch');
-      const uri = typeof patch === 'string'
-        ? this.put(runId, 'run', `${runId}.diff`, patch)
-        : this.put(runId, 'run', `${runId}.md`, runSummary(runId, run));
-      const doc = await vscode.workspace.openTextDocument(uri);
-      await vscode.window.showTextDocument(doc, { preview: true });
+  /** Opens every file of the run in one multi-file diff editor. */
+  async show(runId: string, workspace?: string): Promise<void> {
+    const { run, memoryDir } = await this.run(runId, workspace);
+    if (!run) {
+      void vscode.window.showInformationMessage(`Reverie: run ${runId} is not in the memory history.`);
       return;
     }
-    for (const change of changes) {
-      const name = path.basename(change.path);
-      const left = this.put(runId, 'before', change.path, change.before);
-      const right = this.put(runId, 'after', change.path, change.after);
-      await vscode.commands.executeCommand('vscode.diff', left, right, `${name} (Reverie run ${runId.slice(0, 12)})`, { preview: changes.length === 1 });
+    const files = run.changes ?? [];
+    if (!files.length) {
+      void vscode.window.showInformationMessage(`Reverie: run ${runId.slice(0, 12)} changed no files.`);
+      return;
     }
+    const title = `Reverie run ${run.runId.slice(0, 12)} (${run.source}, ${new Date(run.at).toLocaleString()})`;
+    const resources = files.map((c) => [
+      vscode.Uri.file(path.join(memoryDir, c.path)),
+      historyUri(run.runId, 'before', c.path, workspace),
+      historyUri(run.runId, 'after', c.path, workspace),
+    ]);
+    await vscode.commands.executeCommand('vscode.changes', title, resources);
   }
-}
 
-/** The per-file before/after texts of a run, in the shapes the server's history may use. */
-function fileChanges(run: HistoryRun): FileChange[] {
-  const files = field<unknown>(run, 'changes') ?? field<unknown>(run, 'files') ?? field<unknown>(run, 'diffs');
-  if (!Array.isArray(files)) {
-    return [];
+  dispose(): void {
+    this.changed.dispose();
   }
-  const out: FileChange[] = [];
-  for (const entry of files) {
-    if (entry && typeof entry === 'object') {
-      const record = entry as Record<string, unknown>;
-      const file = field<string>(record, 'path') ?? field<string>(record, 'file');
-      const before = field<string | null>(record, 'before') ?? field<string | null>(record, 'old');
-      const after = field<string | null>(record, 'after') ?? field<string | null>(record, 'new');
-      if (typeof file === 'string' && (typeof before === 'string' || typeof after === 'string')) {
-        out.push({ path: file, before: before ?? '', after: after ?? '' });
-      }
-    }
-  }
-  return out;
-}
-
-function runSummary(runId: string, run: HistoryRun): string {
-  const list = (name: string): string[] => {
-    const value = field<unknown>(run, name);
-    return Array.isArray(value) ? value.map(String) : [];
-  };
-  const lines = [`# Reverie run ${runId}`, ''];
-  const when = field<string>(run, 'at');
-  lines.push(`- source: ${String(field(run, 'source') ?? 'unknown')}${when ? `, ${when}` : ''}`);
-  for (const kind of ['added', 'changed', 'removed']) {
-    const files = list(kind);
-    if (files.length) {
-      lines.push(`- ${kind}: ${files.map((f) => `\`${f}\``).join(', ')}`);
-    }
-  }
-  const summary = field<string>(run, 'summary');
-  if (summary) {
-    lines.push('', summary);
-  }
-  return lines.join('\n') + '\n';
 }

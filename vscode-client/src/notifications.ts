@@ -7,7 +7,7 @@ import { MessageType, ShowMessageNotification, type LanguageClient } from 'vscod
 
 import { type CommandContext, reportFailure, showRunDiff, undoRun } from './commands';
 import { Notifications, SETTINGS_SECTION } from './constants';
-import type { JobEvent, LockStatus, MemorySaved, SessionNotesUpdated } from './protocol';
+import type { JobEventPayload, LockStatusResult, MemorySaved, SessionNotesUpdated } from './generated/protocol';
 import type { ReverieServer } from './client';
 import type { ReverieStatusBar } from './statusBar';
 
@@ -55,6 +55,7 @@ async function onMemorySaved(ctx: CommandContext, event: MemorySaved): Promise<v
 export function attachNotificationHandlers(client: LanguageClient, ctx: CommandContext, status: ReverieStatusBar): void {
   client.onNotification(Notifications.memorySaved, (event: MemorySaved) => {
     status.noteDreamFinished();
+    ctx.refreshViews();
     void onMemorySaved(ctx, event);
   });
   client.onNotification(Notifications.sessionNotesUpdated, (event: SessionNotesUpdated) => {
@@ -62,8 +63,11 @@ export function attachNotificationHandlers(client: LanguageClient, ctx: CommandC
       vscode.window.setStatusBarMessage('$(notebook) Reverie updated the session notes', 4000);
     }
   });
-  client.onNotification(Notifications.jobEvent, (event: JobEvent) => status.applyJobEvent(event));
-  client.onNotification(Notifications.lockChanged, (lock: LockStatus) => status.applyLock(lock));
+  client.onNotification(Notifications.jobEvent, (event: JobEventPayload) => {
+    status.applyJobEvent(event);
+    ctx.jobs.onEvent(event);
+  });
+  client.onNotification(Notifications.lockChanged, (lock: LockStatusResult) => status.applyLock(lock));
 }
 
 /**

@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 
 import { Commands } from './constants';
-import { field, type JobEvent, type LockStatus, type StatusResult } from './protocol';
+import { type JobEventPayload, type LockStatusResult, type StatusResult } from './generated/protocol';
 
 interface RunningJob {
   kind: string;
@@ -23,6 +23,8 @@ export class ReverieStatusBar implements vscode.Disposable {
   private lockHolder: number | undefined;
   private serverState: 'starting' | 'running' | 'stopped' | 'failed' = 'starting';
   private provider = '';
+  private gate: LockStatusResult | undefined;
+  private lastSkip = '';
   private agents = '';
 
   constructor() {
@@ -44,27 +46,29 @@ export class ReverieStatusBar implements vscode.Disposable {
   /** Seeds the item from `reverie.server.status` (running jobs, last dream, provider). */
   applyStatus(status: StatusResult): void {
     this.provider = status.offline ? 'offline engine' : `${status.provider}${status.model ? ` · ${status.model}` : ''}`;
-    for (const job of status.runningJobs ?? []) {
+    for (const job of status.runningJobs) {
       this.jobs.set(job.jobId, { kind: job.kind });
     }
-    this.agents = (status.connections ?? [])
+    this.agents = status.connections
       .flatMap((entry) => entry.connected.map((c) => `${c.agent} (${c.scope}${c.intact ? '' : ', needs repair'})`))
       .join(', ');
-    const dream = status.lastResults?.dream;
-    if (dream?.type === 'complete' && dream.finishedAt) {
+    const dream = status.lastResults.dream as typeof status.lastResults[string] | undefined;
+    if (dream?.type === 'complete') {
       this.lastDream = new Date(dream.finishedAt);
+    } else if (dream?.type === 'skipped') {
+      this.lastSkip = dream.message;
     }
     this.render();
   }
 
-  applyJobEvent(event: JobEvent): void {
+  applyJobEvent(event: JobEventPayload): void {
     const id = event.jobId ?? `${event.kind}`;
     if (event.type === 'start' || event.type === 'trailing_start') {
       this.jobs.set(id, { kind: event.kind });
     } else if (event.type === 'progress') {
       const job = this.jobs.get(id) ?? { kind: event.kind };
-      const turn = field<number>(event.payload, 'turn') ?? field<number>(event.payload, 'turns');
-      const files = field<unknown>(event.payload, 'filesTouched') ?? field<unknown>(event.payload, 'filesWritten') ?? field<unknown>(event.payload, 'files');
+      const turn = event.payload.turn;
+      const files = event.payload.filesTouched ?? event.payload.filesWritten;
       job.turn = typeof turn === 'number' ? turn : job.turn;
       job.files = Array.isArray(files) ? files.length : typeof files === 'number' ? files : job.files;
       this.jobs.set(id, job);
@@ -72,19 +76,19 @@ export class ReverieStatusBar implements vscode.Disposable {
       this.jobs.delete(id);
       if (event.kind === 'dream' && event.type === 'complete') {
         this.lastDream = new Date();
+        this.lastSkip = '';
+      } else if (event.kind === 'dream' && event.type === 'skipped') {
+        this.lastSkip = typeof event.payload.message === 'string' ? event.payload.message : '';
       }
     }
     this.render();
   }
 
-  applyLock(lock: LockStatus): void {
-    const pid = field<number | null>(lock, 'holderPid');
-    const alive = field<boolean>(lock, 'holderAlive');
-    const ownPid = field<number>(lock, 'serverPid');
-    this.lockHolder = alive && typeof pid === 'number' && pid !== ownPid ? pid : undefined;
-    const last = field<string | null>(lock, 'lastConsolidatedAt');
-    if (last) {
-      this.lastDream = new Date(last);
+  applyLock(lock: LockStatusResult, serverPid?: number): void {
+    this.gate = lock;
+    this.lockHolder = lock.holderAlive && lock.holderPid !== null && lock.holderPid !== serverPid ? lock.holderPid : undefined;
+    if (lock.lastConsolidatedAt) {
+      this.lastDream = new Date(lock.lastConsolidatedAt);
     }
     this.render();
   }
@@ -123,6 +127,20 @@ export class ReverieStatusBar implements vscode.Disposable {
     tooltip.appendMarkdown(`Last dream: ${this.lastDream ? this.lastDream.toLocaleString() : 'not yet'}\n\n`);
     if (this.provider) {
       tooltip.appendMarkdown(`Model: ${this.provider}\n\n`);
+    }
+    if (this.gate) {
+      const g = this.gate;
+      const why: Record<string, string> = {
+        open: 'the next check may start one',
+        time_gate: `waits for ${g.hoursSince !== null ? `${g.hoursSince.toFixed(1)} h of the gate` : 'the time gate'} (reverie.dreamMinHours)`,
+        session_gate: `waits for more sessions (${g.sessionsSince ?? 0} so far, reverie.dreamMinSessions)`,
+        lock_busy: 'another process holds the lock',
+        disabled: 'automatic dreams are off (reverie.dreamEnabled)',
+      };
+      tooltip.appendMarkdown(`Automatic dream: ${why[g.nextGate] ?? g.nextGate}\n\n`);
+    }
+    if (this.lastSkip) {
+      tooltip.appendMarkdown(`Last automatic dream skipped: ${this.lastSkip}\n\n`);
     }
     tooltip.appendMarkdown(`Connected agents: ${this.agents || 'none (Reverie: Connect Agent…)'}\n\n`);
     tooltip.appendMarkdown('Click for the lock status and the dream gates.');

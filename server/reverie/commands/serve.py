@@ -28,11 +28,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"reverie: {exc}", file=sys.stderr)
         return 2
-    # stderr keeps the CLI's level; the client log gets reverie.* at reverie.logLevel
-    cli_level = logging.getLogger().level
+    # stderr carries warnings and errors only (the client shows stderr in its log too, so
+    # routine lines would appear twice); the client log gets reverie.* at reverie.logLevel
+    from reverie.lsp.log import OneLineRefusals
+
+    cli_level = max(logging.getLogger().level, logging.WARNING)
     for handler in logging.getLogger().handlers:
         handler.setLevel(cli_level)
     logging.getLogger().setLevel(logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(OneLineRefusals())
 
     # transcripts are parsed in worker threads: hand the GIL back to the event loop more often
     # than the default 5 ms so editor requests stay responsive while a big file is read

@@ -26,7 +26,9 @@ from reverie.lsp.protocol import (
     CancelJobResult,
     Commands,
     ConnectAgentArgs,
+    ConnectAgentResult,
     ConnectionsArgs,
+    ConnectionsResult,
     DisconnectAgentArgs,
     DreamArgs,
     HistoryArgs,
@@ -243,29 +245,33 @@ async def lock_status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
 async def history(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(HistoryArgs, args)
     tracker = await _tracker(ls, a)
-    return await _call(tracker.history(a.limit, run_id=a.run_id, with_contents=a.with_contents))
+    found = await _call(tracker.history(a.limit, run_id=a.run_id, with_contents=a.with_contents))
+    return found.wire()
 
 
 async def undo(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(UndoArgs, args)
-    return await _call((await _tracker(ls, a)).undo(a.run_id))
+    return (await _call((await _tracker(ls, a)).undo(a.run_id, redo=a.redo))).wire()
 
 
 async def connect_agent(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(ConnectAgentArgs, args)
     tracker = await _tracker(ls, a)
-    return await _call(agent_connections.connect_agent(tracker, a.agent, a.scope, a.dry_run))
+    found = await _call(agent_connections.connect_agent(tracker, a.agent, a.scope, a.dry_run))
+    return ConnectAgentResult.model_validate(found).wire()
 
 
 async def disconnect_agent(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(DisconnectAgentArgs, args)
     tracker = await _tracker(ls, a)
-    return await _call(agent_connections.disconnect_agent(tracker, a.agent, a.dry_run))
+    found = await _call(agent_connections.disconnect_agent(tracker, a.agent, a.dry_run))
+    return ConnectAgentResult.model_validate(found).wire()
 
 
 async def connections(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(ConnectionsArgs, args)
-    return await _call(agent_connections.connections(await _tracker(ls, a)))
+    found = await _call(agent_connections.connections(await _tracker(ls, a)))
+    return ConnectionsResult.model_validate(found).wire()
 
 
 async def cancel_job(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:

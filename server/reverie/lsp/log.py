@@ -94,3 +94,15 @@ class ClientLogHandler(logging.Handler):
                 loop.call_soon_threadsafe(send, params)
             except RuntimeError:  # loop closed between the check and the call
                 pass
+
+
+class OneLineRefusals(logging.Filter):
+    """pygls logs every refused request (``RequestFailed``, invalid arguments) with a
+    traceback at error level; a refusal is routine and the server already logs it as one line
+    (``report_server_error``), so pygls's record is dropped. Real failures keep theirs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pygls.exceptions import JsonRpcException
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JsonRpcException)

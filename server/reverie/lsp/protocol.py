@@ -8,15 +8,20 @@ JSON object (or nothing), command results are JSON objects.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from pydantic.alias_generators import to_camel
 
+from reverie.agents.results import ConnectedFile, ConnectionInfo, ConnectResult, FileChange
+from reverie.agents.results import ConnectionsResult as CoreConnectionsResult
 from reverie.events import EventType
 from reverie.llm.cli_agent import ProviderChoice
 from reverie.llm.probe import ProbeResult
+from reverie.memory.history import RunRecord
+from reverie.memory.lock import LockStatus
 
 # --- names -------------------------------------------------------------------------------------
 
@@ -78,11 +83,33 @@ JobEventType = EventType  # every runtime event type of the core reaches the cli
 OutcomeType = Literal["complete", "skipped", "cancelled", "error"]
 
 
+_SNAKE_KEY = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+
+
+def camel_keys(value: Any) -> Any:
+    """Free-form event payloads camelCase like the rest of the wire: only snake_case
+    identifiers are renamed, so file and model names used as keys pass unchanged."""
+    if isinstance(value, dict):
+        return {
+            (to_camel(k) if isinstance(k, str) and _SNAKE_KEY.match(k) else k): camel_keys(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [camel_keys(v) for v in value]
+    return value
+
+
 class Wire(BaseModel):
     """Base of every payload: camelCase on the wire, snake_case in Python."""
 
     # schemas are built on first use: keeps ``reverie serve`` quick to answer ``initialize``
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        defer_build=True,
+        # the server always sends every field: the generated TypeScript marks them required
+        json_schema_serialization_defaults_required=True,
+    )
 
     def wire(self) -> dict[str, Any]:
         """The JSON object sent to the client."""
@@ -140,8 +167,10 @@ class HistoryArgs(Args):
 
 
 class UndoArgs(Args):
-    #: default: the latest run that can be undone
+    #: default: the latest dream or sleep run still in effect (never an undo)
     run_id: str | None = None
+    #: undo the latest undo instead (a redo); not with ``run_id``
+    redo: bool = False
 
 
 class ConnectAgentArgs(Args):
@@ -181,9 +210,14 @@ class ProvidersArgs(Args):
 
 
 class JobStarted(Wire):
-    """Commands that start a job answer at once with its id; the rest arrives as notifications."""
+    """Commands that start a job answer at once with its id; the rest arrives as notifications.
+
+    A dream or sleep asked for while one runs answers with the running job (``alreadyRunning``)
+    rather than an error, so the editor can show and cancel it."""
 
     job_id: str
+    title: str = ""
+    already_running: bool = False
 
 
 class SessionSummary(Wire):
@@ -216,6 +250,10 @@ class JobOutcome(Wire):
     message: str = ""
     finished_at: datetime
     payload: dict[str, Any] = Field(default_factory=dict)
+
+    @field_serializer("payload")
+    def _camel_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return dict(camel_keys(payload))
 
 
 class UsageToday(Wire):
@@ -262,14 +300,23 @@ class StatusResult(Wire):
     workers: dict[str, int] = Field(default_factory=dict)
 
 
+class SessionRow(Wire):
+    """One agent session of the workspace, as ``listSessions`` lists it."""
+
+    agent: str
+    session_id: str
+    path: str
+    messages: int
+    tokens: int
+    updated_at: datetime
+    #: the session the workspace works in now (the newest top-level session)
+    current: bool
+
+
 class SessionsResult(Wire):
-    """``listSessions``: the objects ``reverie sessions --json`` prints, newest first.
+    """``listSessions``: the workspace's agent sessions, newest first."""
 
-    Objects that come from a CLI ``--json`` contract (sessions, lock status, history runs, undo)
-    keep that contract's snake_case keys, so one parser serves the CLI and the editor.
-    """
-
-    sessions: list[dict[str, Any]]
+    sessions: list[SessionRow]
 
 
 class SessionNotesResult(Wire):
@@ -278,6 +325,88 @@ class SessionNotesResult(Wire):
     #: the notes text; empty when no notes have been written yet (``exists`` false)
     content: str
     exists: bool
+
+
+class RunFile(Wire):
+    """One file of a history run with its texts before and after (null where absent)."""
+
+    path: str
+    before: str | None
+    after: str | None
+
+
+class HistoryRun(Wire):
+    """One run of the memory history (``reverie.memory.history.RunRecord``)."""
+
+    run_id: str
+    at: datetime
+    source: Literal["auto", "manual", "sleep", "undo", "edit"]
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    sessions: list[str] = Field(default_factory=list)
+    summary: str = ""
+    #: the run this one undoes (``source`` ``undo``)
+    undoes: str | None = None
+    #: an undo run undid this run (and no later undo redid it)
+    undone: bool = False
+    #: with ``withContents``: every file the run touched, before and after
+    changes: list[RunFile] | None = None
+
+    @classmethod
+    def of(cls, record: RunRecord, *, undone: bool = False) -> HistoryRun:
+        return cls.model_validate({**record.model_dump(), "undone": undone})
+
+
+class HistoryResult(Wire):
+    """``history``: the runs of the workspace's memory directory, newest first."""
+
+    memory_dir: str
+    runs: list[HistoryRun]
+
+
+class UndoResult(Wire):
+    """``undo``: what the undo did, in words fit for the user (``message``)."""
+
+    memory_dir: str
+    #: the run that was undone
+    undone_run_id: str
+    #: the undo's own run (null when nothing changed and so nothing was recorded)
+    run: HistoryRun | None
+    #: memory files changed by the undo
+    changed: bool
+    files: list[str] = Field(default_factory=list)
+    message: str
+
+
+class LockStatusResult(Wire, LockStatus):
+    """``lockStatus`` and ``reverie/lockChanged`` (``reverie.memory.lock.LockStatus``)."""
+
+
+class ConnectFile(Wire, FileChange):
+    """One file ``connectAgent`` / ``disconnectAgent`` writes (or would write)."""
+
+
+class ConnectAgentResult(Wire, ConnectResult):
+    """``connectAgent`` / ``disconnectAgent`` (``reverie.agents.results.ConnectResult``)."""
+
+    files: list[ConnectFile] = Field(default_factory=list)  # type: ignore[assignment]
+
+
+class ConnectionFile(Wire, ConnectedFile):
+    pass
+
+
+class Connection(Wire, ConnectionInfo):
+    files: list[ConnectionFile] = Field(default_factory=list)  # type: ignore[assignment]
+
+
+class ConnectionsResult(Wire, CoreConnectionsResult):
+    """``connections``: the agents connected in a workspace folder, and those with sessions."""
+
+    connections: list[Connection] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 class CancelJobResult(Wire):
@@ -324,12 +453,16 @@ class SessionNotesUpdated(Wire):
 
 
 class JobEventPayload(Wire):
-    """``reverie/jobEvent``: every runtime event of every job."""
+    """``reverie/jobEvent``: every runtime event of every job (``payload`` keys camelCase)."""
 
     job_id: str | None
     kind: str
     type: JobEventType
     payload: dict[str, Any] = Field(default_factory=dict)
+
+    @field_serializer("payload")
+    def _camel_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return dict(camel_keys(payload))
 
 
 # --- client -> server --------------------------------------------------------------------------

@@ -97,8 +97,7 @@ _JOB_MODULES = (
     "reverie.memory.history",
     "reverie.memory.undo",
     "reverie.sleep.cycle",
-    "reverie.commands.sessions",
-    "reverie.commands.history",
+    "reverie.transcripts.listing",
     "reverie.session_memory.source",
     # what httpx loads on its first client and first request (~20 ms)
     "httpcore",

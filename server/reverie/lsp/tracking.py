@@ -22,10 +22,12 @@ from reverie.lsp import diagnostics as diag
 from reverie.lsp.jobs import Job, JobResult
 from reverie.lsp.protocol import (
     AppendMessagesParams,
+    HistoryResult,
     JobStarted,
     SessionNotesResult,
     SessionsResult,
     SessionSummary,
+    UndoResult,
 )
 
 if TYPE_CHECKING:
@@ -274,10 +276,16 @@ class WorkspaceTracker:
 
     async def list_sessions(self) -> SessionsResult:
         """``reverie sessions --json`` rows for this folder (same function, off the loop)."""
-        from reverie.commands.sessions import session_rows
+        from reverie.lsp.protocol import SessionRow
+        from reverie.transcripts.listing import session_rows
 
-        rows = await asyncio.to_thread(session_rows, self.folder, self.settings.agent_home)
-        return SessionsResult(sessions=rows)
+        def skipped(path: Path, exc: Exception) -> None:
+            logger.warning("skipping %s: %s", path, exc)
+
+        rows = await asyncio.to_thread(
+            session_rows, self.folder, self.settings.agent_home, skipped
+        )
+        return SessionsResult(sessions=[SessionRow.model_validate(r) for r in rows])
 
     async def session_notes(self, session_id: str | None) -> SessionNotesResult:
         sid = self._session_id(session_id)
@@ -312,7 +320,7 @@ class WorkspaceTracker:
         if ref is None:
             raise LookupError(f"unknown session {sid}")
         job = forced_extraction(self, ref)
-        return JobStarted(job_id=job.id)
+        return JobStarted(job_id=job.id, title=job.title)
 
     # --- dream ---------------------------------------------------------------------------------
 
@@ -342,9 +350,9 @@ class WorkspaceTracker:
 
         running = self.server.jobs.running_with_key(self.dream_key())
         if running is not None:
-            raise ValueError(f"a dream is already running for this memory directory ({running.id})")
+            return JobStarted(job_id=running.id, title=running.title, already_running=True)
         job = start_dream(self, manual=True, extra_context=extra_context, logs_mode=logs_mode)
-        return JobStarted(job_id=job.id)
+        return JobStarted(job_id=job.id, title=job.title)
 
     # --- sleep ---------------------------------------------------------------------------------
 
@@ -352,10 +360,9 @@ class WorkspaceTracker:
         key = f"sleep:{self.paths.root}"
         running = self.server.jobs.running_with_key(key)
         if running is not None:
-            raise ValueError(
-                f"the sleep cycle is already running for this workspace ({running.id})"
-            )
-        return JobStarted(job_id=self._start_sleep(date).id)
+            return JobStarted(job_id=running.id, title=running.title, already_running=True)
+        job = self._start_sleep(date)
+        return JobStarted(job_id=job.id, title=job.title)
 
     def _start_sleep(self, date: dt.date | None) -> Job:
         folder = self.folder
@@ -408,57 +415,74 @@ class WorkspaceTracker:
         return await compute_lock_status(self)
 
     async def lock_status_json(self) -> dict[str, Any]:
-        """``reverie lock --json`` for this folder."""
+        """``lockStatus`` / ``reverie/lockChanged`` for this folder (camelCase)."""
+        from reverie.lsp.protocol import LockStatusResult
+
         status = await self.lock_status()
-        return dict(status.model_dump(mode="json"))
+        return LockStatusResult.model_validate(status.model_dump()).wire()
 
     async def history(
         self, limit: int | None, *, run_id: str | None = None, with_contents: bool = False
-    ) -> dict[str, Any]:
-        """``reverie history --json``: ``{memory_dir, runs}``, newest first.
+    ) -> HistoryResult:
+        """The memory runs of this folder, newest first.
 
         With ``run_id`` only that run; ``with_contents`` adds its files' before/after texts so
         the editor can show a real diff.
         """
-        from reverie.commands.history import run_json
+        from reverie.lsp.protocol import HistoryResult, HistoryRun, RunFile
         from reverie.memory.history import HistoryError, MemoryHistory
+        from reverie.memory.undo import undone_runs
 
         memory_dir = self.memory_dir
 
         def text(data: bytes | None) -> str | None:
             return None if data is None else data.decode("utf-8", "replace")
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> list[HistoryRun]:
             history = MemoryHistory(memory_dir)
             try:
+                records = history.runs()
+                cancelled = undone_runs(records)
                 if run_id is None:
-                    return [run_json(r) for r in history.runs()]
-                run = run_json(history.find(run_id))
+                    return [HistoryRun.of(r, undone=r.run_id in cancelled) for r in records]
+                record = history.find(run_id)
+                run = HistoryRun.of(record, undone=record.run_id in cancelled)
                 if with_contents:
-                    run["changes"] = [
-                        {"path": c.path, "before": text(c.before), "after": text(c.after)}
-                        for c in history.changes(run_id)
+                    run.changes = [
+                        RunFile(path=c.path, before=text(c.before), after=text(c.after))
+                        for c in history.changes(record.run_id)
                     ]
                 return [run]
             except HistoryError as exc:
                 raise ValueError(str(exc)) from None
 
         runs = await asyncio.to_thread(read)
-        return {"memory_dir": str(memory_dir), "runs": runs[:limit] if limit else runs}
+        return HistoryResult(memory_dir=str(memory_dir), runs=runs[:limit] if limit else runs)
 
-    async def undo(self, run_id: str | None) -> dict[str, Any]:
-        """``reverie undo --json``: ``{memory_dir, run, changed}``."""
-        from reverie.commands.history import run_json
-        from reverie.memory.history import HistoryError
+    async def undo(self, run_id: str | None, *, redo: bool = False) -> UndoResult:
+        """Undo a run (default: the latest dream or sleep run in effect; ``redo``: the latest
+        undo in effect), recorded as a run of its own; the result says what changed."""
+        from reverie.lsp.protocol import HistoryRun, UndoResult
+        from reverie.memory.history import HistoryError, MemoryHistory
         from reverie.memory.lock import LockBusy
         from reverie.memory.transaction import TransactionError
-        from reverie.memory.undo import undo_run
+        from reverie.memory.undo import undo_run, undo_target
 
         memory_dir = self.memory_dir
         if self.server.jobs.running_with_key(self.dream_key()) is not None:
             raise ValueError("a dream is running for this memory directory; try again after it")
+        if run_id is not None and redo:
+            raise ValueError("give either runId or redo, not both")
+
+        def target() -> str:
+            history = MemoryHistory(memory_dir)
+            return history.find(run_id).run_id if run_id else undo_target(
+                history.runs(), redo=redo).run_id
+
         try:
-            result = await undo_run(memory_dir, run_id)
+            target_id = await asyncio.to_thread(target)
+            target_run = await asyncio.to_thread(MemoryHistory(memory_dir).find, target_id)
+            result = await undo_run(memory_dir, target_id)
         except HistoryError as exc:
             raise ValueError(str(exc)) from None
         except LockBusy:
@@ -468,14 +492,26 @@ class WorkspaceTracker:
         except (OSError, TransactionError) as exc:
             raise ValueError(f"undo failed, memory unchanged: {exc}") from None
         record = result.record
-        touched = record.files_touched if record else []
+        touched = record.files_touched if record and not result.changes.empty else []
         self.memory_written([memory_dir / name for name in touched])
         self.lock_changed()
-        return {
-            "memory_dir": str(memory_dir),
-            "run": run_json(record) if record else None,
-            "changed": not result.changes.empty,
-        }
+        if target_run.source == "undo":  # a redo: name the run it brings back
+            verb, what = "Redid", f"run {target_run.undoes or target_id}"
+        else:
+            verb, what = "Undid", f"{target_run.source} run {target_id}"
+        if touched:
+            message = (f"{verb} the {what}: {len(touched)} file{'s' if len(touched) != 1 else ''} "
+                       f"restored ({', '.join(touched)}).")
+        else:
+            message = (f"Nothing changed: memory already matches the state before the {what}.")
+        return UndoResult(
+            memory_dir=str(memory_dir),
+            undone_run_id=target_id,
+            run=HistoryRun.of(record) if record and touched else None,
+            changed=bool(touched),
+            files=touched,
+            message=message,
+        )
 
     def memory_written(self, paths: list[Path]) -> None:
         """A job or undo changed memory files: refresh their diagnostics (and the index's)."""

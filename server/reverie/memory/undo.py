@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reverie.memory.history import MemoryHistory
+from reverie.memory.history import HistoryError, MemoryHistory, RunRecord
 from reverie.memory.session import MemoryWriteSession, WriteResult
 
 
@@ -19,3 +19,38 @@ async def undo_run(memory_dir: Path, run_id: str | None = None) -> WriteResult:
         staged.summary = f"undo of {target.run_id} ({target.source})"
     assert session.result is not None
     return session.result
+
+
+#: runs a user thinks of as "a dream": what "Undo Last Dream" undoes
+DREAM_SOURCES = frozenset({"auto", "manual", "sleep"})
+
+
+def undone_runs(runs: list[RunRecord]) -> set[str]:
+    """Ids of the runs no longer in effect: undone by an undo that is itself in effect.
+
+    ``runs`` newest first; an undo is always newer than its target, so one pass decides (a
+    redo is an undo of an undo: it cancels that undo, so the run it had undone counts again).
+    """
+    cancelled: set[str] = set()
+    for run in runs:
+        if run.run_id not in cancelled and run.source == "undo" and run.undoes:
+            cancelled.add(run.undoes)
+    return cancelled
+
+
+def undo_target(runs: list[RunRecord], *, redo: bool = False) -> RunRecord:
+    """The run "Undo Last Dream" undoes: the latest dream or sleep run still in effect; with
+    ``redo`` the latest undo still in effect (undoing it redoes its run). Raises
+    ``HistoryError`` saying why when there is none."""
+    cancelled = undone_runs(runs)
+    source = {run.run_id: run.source for run in runs}
+    for run in runs:
+        if run.run_id in cancelled:
+            continue
+        # a redo undoes an undo of a dream (not a redo, which would undo the dream again)
+        if redo and run.source == "undo" and source.get(run.undoes or "") in DREAM_SOURCES:
+            return run
+        if not redo and run.source in DREAM_SOURCES:
+            return run
+    raise HistoryError("nothing to redo: no undo in effect" if redo
+                       else "nothing to undo: no dream or sleep run in effect")

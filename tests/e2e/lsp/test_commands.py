@@ -61,7 +61,7 @@ async def test_pushed_chat_feeds_the_pipeline(start_server, workspace, reverie_e
     assert SECRET not in transcript.read_text()
     # it is listed like any other session
     listed = await s.command("reverie.server.listSessions")
-    assert [r["session_id"] for r in listed["sessions"]] == ["chat-42"]
+    assert [r["sessionId"] for r in listed["sessions"]] == ["chat-42"]
 
     # an invalid push is ignored (logged), and the server keeps serving
     s.client.protocol.notify("reverie/appendMessages", {"sessionId": "", "messages": "nope"})
@@ -82,24 +82,24 @@ async def test_sleep_cycle_command(start_server, workspace, reverie_env):
         timeout=30,
     )
     assert done["type"] == "complete", done
-    assert done["payload"]["sessions_found"] == 1
+    assert done["payload"]["sessionsFound"] == 1
     saved = await s.wait_for_event("reverie/memorySaved", lambda e: e["source"] == "sleep")
     assert saved["memoryPaths"] and saved["runId"]
     history = await s.command("reverie.server.history", {"limit": 1})
     assert history["runs"][0]["source"] == "sleep"
-    assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID] or history["runs"][0]["run_id"]
+    assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID] or history["runs"][0]["runId"]
     # the editor's "Show Diff": one run with each file's text before and after
-    run_id = history["runs"][0]["run_id"]
+    run_id = history["runs"][0]["runId"]
     one = await s.command(
         "reverie.server.history", {"runId": run_id[:12], "withContents": True}
     )
     (run,) = one["runs"]
-    assert run["run_id"] == run_id
+    assert run["runId"] == run_id
     by_path = {c["path"]: c for c in run["changes"]}
     assert set(by_path) == set(run["added"] + run["changed"] + run["removed"])
     index = by_path["MEMORY.md"]
     assert index["before"] is None  # the first run created the index
-    memory_dir = (await s.command("reverie.server.lockStatus"))["memory_dir"]
+    memory_dir = (await s.command("reverie.server.lockStatus"))["memoryDir"]
     assert index["after"] == (Path(memory_dir) / "MEMORY.md").read_text(encoding="utf-8")
     reports = await s.progress_of(job_id)
     assert reports[0].kind == "begin" and reports[-1].kind == "end"
@@ -112,9 +112,9 @@ async def test_commands_route_to_the_named_folder(start_server, workspace, tmp_p
     status = await s.command("reverie.server.status")
     assert sorted(status["workspaceFolders"]) == sorted([str(workspace), str(other)])
     lock = await s.command("reverie.server.lockStatus", {"workspace": other.as_uri()})
-    assert "other" in lock["memory_dir"]
+    assert "other" in lock["memoryDir"]
     lock = await s.command("reverie.server.lockStatus", {"workspace": str(workspace)})
-    assert "project" in lock["memory_dir"]
+    assert "project" in lock["memoryDir"]
     from pygls.exceptions import JsonRpcException
 
     with pytest.raises(JsonRpcException) as info:
@@ -150,7 +150,7 @@ async def test_workspace_folders_can_come_and_go(start_server, workspace, tmp_pa
             break
     assert await folders() == sorted([str(workspace), str(other)])
     lock = await s.command("reverie.server.lockStatus", {"workspace": str(other)})
-    assert "second" in lock["memory_dir"]
+    assert "second" in lock["memoryDir"]
 
     s.client.workspace_did_change_workspace_folders(
         types.DidChangeWorkspaceFoldersParams(
@@ -178,6 +178,6 @@ async def test_manual_dream_reviews_the_live_session_too(start_server, workspace
         timeout=30,
     )
     assert done["type"] == "complete", done
-    assert done["payload"]["sessions_reviewed"] == 1
+    assert done["payload"]["sessionsReviewed"] == 1
     history = await s.command("reverie.server.history", {"limit": 1})
     assert history["runs"][0]["sessions"] == [TOOL_HEAVY_ID]

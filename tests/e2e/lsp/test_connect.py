@@ -23,7 +23,7 @@ async def test_connect_preview_write_status_and_disconnect(start_server, workspa
 
     preview = await s.command("reverie.server.connectAgent",
                               {"agent": "claude-code", "dryRun": True})
-    assert preview["dry_run"] and preview["changed"]
+    assert preview["dryRun"] and preview["changed"]
     assert f"+++ {workspace / '.claude' / 'settings.local.json'}" in preview["diff"]
     assert (workspace / "CLAUDE.local.md").read_text() == "my own notes\n"
     assert not (workspace / ".claude").exists()

@@ -166,7 +166,7 @@ async def test_killed_dream_worker_leaves_memory_as_it_was(start_server, workspa
     }
     assert topic.read_text(encoding="utf-8").endswith("- kept\n")
     lock = await s.command("reverie.server.lockStatus")
-    assert lock["holder_pid"] is None or not lock["holder_alive"], lock
+    assert lock["holderPid"] is None or not lock["holderAlive"], lock
     # the next dream runs in a new worker and writes
     job_id = (await s.command("reverie.server.dream", {"extraContext": "bench"}))["jobId"]
     done = await finished(s, job_id)

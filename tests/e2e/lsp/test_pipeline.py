@@ -63,7 +63,7 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
     types_seen = [e["type"] for e in s.job_events(job_id)]
     assert types_seen[0] == "start"
     assert "complete" in types_seen and "memory_saved" in types_seen
-    assert dream_start["payload"]["run_id"] == saved["runId"]
+    assert dream_start["payload"]["runId"] == saved["runId"]
     progress = await s.progress_of(job_id)
     assert kinds(progress)[0] == "begin"
     assert kinds(progress)[-1] == "end"
@@ -87,19 +87,36 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
 
     # history and lock status reflect the run
     history = await s.command("reverie.server.history")
-    assert history["runs"][0]["run_id"] == saved["runId"]
+    assert history["runs"][0]["runId"] == saved["runId"]
     lock = await s.command("reverie.server.lockStatus")
-    assert lock["holder_pid"] is None and lock["last_consolidated_at"] is not None
-    assert lock["next_gate"] == "time_gate"
-    await s.wait_for_event("reverie/lockChanged", lambda e: e["next_gate"] == "time_gate")
+    assert lock["holderPid"] is None and lock["lastConsolidatedAt"] is not None
+    assert lock["nextGate"] == "time_gate"
+    await s.wait_for_event("reverie/lockChanged", lambda e: e["nextGate"] == "time_gate")
 
     # undo the dream: memory goes back, and history records the undo
     undone = await s.command("reverie.server.undo", {"runId": saved["runId"]})
     assert undone["changed"] is True and undone["run"]["undoes"] == saved["runId"]
     assert not (s.memory_dir / "MEMORY.md").exists()
+    assert undone["undoneRunId"] == saved["runId"] and "MEMORY.md" in undone["files"]
+    assert undone["message"].startswith(f"Undid the auto run {saved['runId']}:")
+    runs = (await s.command("reverie.server.history"))["runs"]
+    assert [r["source"] for r in runs[:2]] == ["undo", "manual"] and runs[1]["undone"] is True
+
+    # "Undo Last Dream" never undoes an undo: with the only dream undone there is nothing left
+    from pygls.exceptions import JsonRpcException
+
+    with pytest.raises(JsonRpcException, match="nothing to undo"):
+        await s.command("reverie.server.undo")
+    # a redo (undo of that undo) brings the dream back, and then it can be undone again
+    redone = await s.command("reverie.server.undo", {"redo": True})
+    assert redone["changed"] is True and redone["message"].startswith("Redid")
+    assert (s.memory_dir / "MEMORY.md").is_file()
+    again = await s.command("reverie.server.undo")
+    assert again["undoneRunId"] == saved["runId"] and again["changed"] is True
+    assert not (s.memory_dir / "MEMORY.md").exists()
 
     listed = await s.command("reverie.server.listSessions")
-    ids = [row["session_id"] for row in listed["sessions"]]
+    ids = [row["sessionId"] for row in listed["sessions"]]
     assert ids[0] == SPOTTER_ID and TOOL_HEAVY_ID in ids
     assert listed["sessions"][0]["current"] is True
 

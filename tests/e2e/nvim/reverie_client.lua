@@ -46,6 +46,11 @@ local function main()
   for _, message in ipairs(shown) do out("SHOW_MESSAGE", message) end
   assert(got and #saved > 0, "no reverie/memorySaved within 90 s")
   out("MEMORY_SAVED", saved[1])
+  -- the same camelCase contract as the VS Code client: history, then undo of the last dream
+  local history = execute("reverie.server.history", { workspace = workspace })
+  out("HISTORY", history)
+  local undone = execute("reverie.server.undo", { workspace = workspace })
+  out("UNDO", undone)
 
   client.stop()
   vim.wait(5000, function() return client.is_stopped() end, 20)

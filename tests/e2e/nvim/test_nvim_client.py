@@ -104,5 +104,12 @@ def test_neovim_status_dream_and_memory_saved(tmp_path: Path, editors: ModuleTyp
     index = Path(saved["memoryPaths"][0]).parent / "MEMORY.md"
     assert index.is_file() and index.read_text().strip()
     # the job reported its own start and completion on the way
+    (history,) = seen["HISTORY"]
+    assert isinstance(history, dict) and history["memoryDir"], history
+    assert history["runs"][0]["runId"] == saved["runId"], history
+    (undone,) = seen["UNDO"]
+    assert isinstance(undone, dict)
+    assert undone["undoneRunId"] == saved["runId"] and undone["changed"] is True, undone
+    assert undone["message"].startswith("Undid the manual run"), undone
     kinds = {(e["kind"], e["type"]) for e in seen.get("JOB_EVENT", []) if isinstance(e, dict)}
     assert ("dream", "start") in kinds, kinds

@@ -18,20 +18,25 @@ from reverie.lsp.protocol import Commands, Notifications
 CLIENT = Path(__file__).resolve().parents[3] / "vscode-client"
 MANIFEST = json.loads((CLIENT / "package.json").read_text())
 CONSTANTS = (CLIENT / "src" / "constants.ts").read_text()
+GENERATED = (CLIENT / "src" / "generated" / "protocol.ts").read_text()
+#: every setting, over the configuration sections
+PROPERTIES = {
+    k: v for s in MANIFEST["contributes"]["configuration"] for k, v in s["properties"].items()
+}
 #: fields that are not editor settings: the key lives in SecretStorage
 NOT_SETTINGS = {"api_key"}
 
 
-def ts_object(name: str) -> dict[str, str]:
-    body = re.search(rf"export const {name} = \{{(.*?)\}} as const;", CONSTANTS, re.S)
+def ts_object(name: str, source: str = CONSTANTS) -> dict[str, str]:
+    body = re.search(rf"export const {name} = \{{(.*?)\}} as const;", source, re.S)
     assert body, name
-    return dict(re.findall(r"(\w+): '([^']+)'", body.group(1)))
+    return dict(re.findall(r"(\w+): ['\"]([^'\"]+)['\"]", body.group(1)))
 
 
 def test_every_server_setting_is_contributed_with_scope_and_description() -> None:
-    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    properties = PROPERTIES
     expected = {f"reverie.{to_camel(f)}" for f in Settings.model_fields if f not in NOT_SETTINGS}
-    contributed = {k for k in properties if not k.startswith("reverie.server.")}
+    contributed = {k for k in properties if k.count(".") == 1}  # not server.* / trace.*
     assert contributed == expected
     assert "reverie.server.python" in properties
     for key, spec in properties.items():
@@ -41,29 +46,30 @@ def test_every_server_setting_is_contributed_with_scope_and_description() -> Non
 
 
 def test_settings_defaults_and_choices_match_the_server() -> None:
-    properties = MANIFEST["contributes"]["configuration"]["properties"]
+    properties = PROPERTIES
     for field, info in Settings.model_fields.items():
         key = f"reverie.{to_camel(field)}"
         if key not in properties or info.default_factory is not None:
             continue
         default = info.default
-        assert properties[key]["default"] == (default if default is not None else None), key
+        # an unset optional string is "" (editable in the Settings UI; the client sends no "")
+        assert properties[key]["default"] == (default if default is not None else ""), key
         choices = getattr(info.annotation, "__args__", None)
         if "enum" in properties[key] and choices:
             assert set(properties[key]["enum"]) == set(choices), key
 
 
 def test_constants_mirror_the_server_protocol() -> None:
-    assert set(ts_object("ServerCommands").values()) == set(Commands.ALL)
+    assert set(ts_object("ServerCommands", GENERATED).values()) == set(Commands.ALL)
     notifications = {v for k, v in vars(Notifications).items() if k.isupper()}
-    assert set(ts_object("Notifications").values()) == notifications - {
-        Notifications.APPEND_MESSAGES
-    }
-    keys = re.search(r"SERVER_SETTING_KEYS = \[(.*?)\] as const", CONSTANTS, re.S)
+    assert set(ts_object("Notifications", GENERATED).values()) == notifications
+    keys = re.search(r"SERVER_SETTING_KEYS = \[(.*?)\] as const", GENERATED, re.S)
     assert keys
-    listed = set(re.findall(r"'(\w+)'", keys.group(1)))
-    properties = MANIFEST["contributes"]["configuration"]["properties"]
-    assert listed == {k.removeprefix("reverie.") for k in properties if ".server." not in k}
+    listed = set(re.findall(r"\"(\w+)\"", keys.group(1)))
+    properties = PROPERTIES
+    assert listed == {
+        k.removeprefix("reverie.") for k in properties if k.count(".") == 1
+    }
 
 
 def test_client_commands_are_contributed_and_never_reuse_server_ids() -> None:

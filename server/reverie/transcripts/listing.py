@@ -1,0 +1,52 @@
+"""The agent sessions of a workspace as rows (newest first): what ``reverie sessions`` prints and
+the editor's Sessions view shows. Core code, so the server and the CLI share it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reverie.transcripts.discovery import SessionRef, discover_sessions
+from reverie.transcripts.model import Transcript
+from reverie.transcripts.reader import TranscriptError, load_sessions
+from reverie.transcripts.tokens import context_tokens
+
+
+def session_rows(
+    workspace: Path, agent_home: Path, on_skip: Callable[[Path, Exception], None] | None = None
+) -> list[dict[str, Any]]:
+    """``{agent, session_id, path, messages, tokens, updated_at, current}`` per session;
+    an unreadable transcript is reported to ``on_skip`` and listed with no messages."""
+    refs = discover_sessions(workspace, agent_home)
+    current = next((r for r in refs if not r.is_subagent), None)
+    loaded: dict[Path, dict[str, Transcript]] = {}
+    rows: list[dict[str, Any]] = []
+    for ref in refs:
+        transcript = _transcript(ref, loaded, on_skip)
+        rows.append({
+            "agent": ref.agent,
+            "session_id": ref.session_id,
+            "path": str(ref.path),
+            "messages": len(transcript.messages) if transcript else 0,
+            "tokens": context_tokens(transcript.messages) if transcript else 0,
+            "updated_at": ref.updated_at.isoformat(),
+            "current": ref is current,
+        })
+    return rows
+
+
+def _transcript(
+    ref: SessionRef,
+    loaded: dict[Path, dict[str, Transcript]],
+    on_skip: Callable[[Path, Exception], None] | None,
+) -> Transcript | None:
+    if ref.path not in loaded:
+        try:
+            loaded[ref.path] = {t.session.id: t for t in load_sessions(ref.path)}
+        except TranscriptError as exc:
+            if on_skip is not None:
+                on_skip(ref.path, exc)
+            loaded[ref.path] = {}
+    by_id = loaded[ref.path]
+    return by_id.get(ref.session_id) or (next(iter(by_id.values())) if len(by_id) == 1 else None)

@@ -1,0 +1,116 @@
+/**
+ * Jobs the user started (Dream Now, Run Sleep Cycle, Update Session Notes) show a notification
+ * progress whose Cancel button reaches `reverie.server.cancelJob`; "Reverie: Cancel Job" picks
+ * any running job. Progress and the end of a job arrive as `reverie/jobEvent` notifications.
+ */
+import * as vscode from 'vscode';
+
+import { type ReverieServer } from './client';
+import { ContextKeys, ServerCommands } from './constants';
+import { type CancelJobResult, type JobEventPayload, type JobStarted, type StatusResult } from './generated/protocol';
+
+const FINISHED = new Set(['complete', 'skipped', 'cancelled', 'error']);
+
+interface Watched {
+  report: (message: string) => void;
+  finish: () => void;
+}
+
+export class JobTracker implements vscode.Disposable {
+  private readonly watched = new Map<string, Watched>();
+  private readonly running = new Map<string, string>();
+
+  constructor(private readonly server: ReverieServer, private readonly log: vscode.LogOutputChannel) {}
+
+  /** Shows a cancellable progress until the job ends; a job already running is shown too. */
+  follow(started: JobStarted, what: string): void {
+    this.running.set(started.jobId, started.title || what);
+    this.updateContext();
+    if (this.watched.has(started.jobId)) {
+      return;
+    }
+    const title = started.alreadyRunning ? `Reverie: ${started.title || what} is already running` : `Reverie: ${started.title || what}`;
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      (progress, token) => new Promise<void>((resolve) => {
+        const finish = (): void => {
+          this.watched.delete(started.jobId);
+          resolve();
+        };
+        this.watched.set(started.jobId, { report: (message) => progress.report({ message }), finish });
+        token.onCancellationRequested(() => {
+          void this.cancel(started.jobId);
+        });
+      }));
+  }
+
+  /** Every job event: progress text for followed jobs, and the end of any job. */
+  onEvent(event: JobEventPayload): void {
+    if (!event.jobId) {
+      return;
+    }
+    const message = typeof event.payload.message === 'string' ? event.payload.message : '';
+    if (event.type === 'start' || event.type === 'trailing_start') {
+      this.running.set(event.jobId, message || event.kind);
+    }
+    const watched = this.watched.get(event.jobId);
+    if (FINISHED.has(event.type)) {
+      this.running.delete(event.jobId);
+      watched?.finish();
+      if (watched && event.type !== 'complete') {
+        void vscode.window.showInformationMessage(`Reverie: ${event.kind.replace('_', ' ')} ${event.type}${message ? `: ${message}` : ''}`);
+      }
+    } else if (watched && message) {
+      watched.report(message);
+    }
+    this.updateContext();
+  }
+
+  seed(status: StatusResult): void {
+    this.running.clear();
+    for (const job of status.runningJobs) {
+      this.running.set(job.jobId, job.title);
+    }
+    this.updateContext();
+  }
+
+  /** The server stopped: nothing runs any more. */
+  reset(): void {
+    for (const watched of [...this.watched.values()]) {
+      watched.finish();
+    }
+    this.running.clear();
+    this.updateContext();
+  }
+
+  async cancel(jobId: string): Promise<CancelJobResult> {
+    const result = await this.server.execute<CancelJobResult>(ServerCommands.cancelJob, { jobId });
+    this.log.info(`cancel ${jobId}: ${result.message}`);
+    vscode.window.setStatusBarMessage(`Reverie: ${result.message}`, 4000);
+    return result;
+  }
+
+  /** "Reverie: Cancel Job": the running jobs as the server knows them. */
+  async pickAndCancel(): Promise<void> {
+    const status = await this.server.execute<StatusResult>(ServerCommands.status);
+    this.seed(status);
+    if (!status.runningJobs.length) {
+      void vscode.window.showInformationMessage('Reverie: no job is running.');
+      return;
+    }
+    const picked = status.runningJobs.length === 1 ? { job: status.runningJobs[0] } : await vscode.window.showQuickPick(
+      status.runningJobs.map((job) => ({ label: job.title, description: job.kind, detail: job.lastMessage, job })),
+      { title: 'Reverie: Cancel Job', placeHolder: 'Which job should stop? (memory stays as it was)' });
+    if (picked) {
+      await this.cancel(picked.job.jobId);
+    }
+  }
+
+  dispose(): void {
+    this.reset();
+  }
+
+  private updateContext(): void {
+    void vscode.commands.executeCommand('setContext', ContextKeys.jobRunning, this.running.size > 0);
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The Reverie sidebar: Sessions (the workspace's agent sessions, their notes), Memory (the
+ * index and topic files with their diagnostics) and History (runs, each with its files; Show
+ * Diff and Undo inline). Every view asks the server when refreshed; when the server is not
+ * running the views are empty and the welcome content says what to do.
+ */
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+
+import { type ReverieServer } from './client';
+import { Commands, ServerCommands, Views } from './constants';
+import { type HistoryResult, type HistoryRun, type LockStatusResult, type SessionRow, type SessionsResult } from './generated/protocol';
+import { historyUri } from './history';
+import { formatWhen } from './statusBar';
+
+/** The folder commands apply to: the active editor's, else the first. */
+export function currentFolder(): vscode.WorkspaceFolder | undefined {
+  const editor = vscode.window.activeTextEditor;
+  return (editor && vscode.workspace.getWorkspaceFolder(editor.document.uri)) ?? vscode.workspace.workspaceFolders?.[0];
+}
+
+export function workspaceArg(): { workspace?: string } {
+  const folder = currentFolder();
+  return folder ? { workspace: folder.uri.fsPath } : {};
+}
+
+abstract class ServerTree<T> implements vscode.TreeDataProvider<T> {
+  protected readonly emitter = new vscode.EventEmitter<T | undefined>();
+  readonly onDidChangeTreeData = this.emitter.event;
+
+  constructor(protected readonly server: ReverieServer, protected readonly log: vscode.LogOutputChannel) {}
+
+  refresh(): void {
+    this.emitter.fire(undefined);
+  }
+
+  abstract getTreeItem(element: T): vscode.TreeItem;
+  abstract getChildren(element?: T): Promise<T[]>;
+
+  /** A root that fails shows nothing (the welcome view speaks) and logs why. */
+  protected async guarded<R>(what: string, body: () => Promise<R[]>): Promise<R[]> {
+    if (!this.server.isRunning) {
+      return [];
+    }
+    try {
+      return await body();
+    } catch (error) {
+      this.log.warn(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+      return [];
+    }
+  }
+}
+
+// --- sessions ---------------------------------------------------------------------------------
+
+export class SessionsTree extends ServerTree<SessionRow> {
+  getTreeItem(row: SessionRow): vscode.TreeItem {
+    const item = new vscode.TreeItem(`${row.agent} · ${row.sessionId.slice(0, 8)}`);
+    item.description = `${formatWhen(new Date(row.updatedAt))} · ${row.messages} msgs${row.current ? ' · current' : ''}`;
+    item.tooltip = new vscode.MarkdownString(`**${row.agent}** session \`${row.sessionId}\`\n\n${row.messages} messages, ~${row.tokens} tokens\n\nTranscript: \`${row.path}\``);
+    item.iconPath = new vscode.ThemeIcon(row.current ? 'comment-discussion' : 'comment');
+    item.contextValue = 'session';
+    item.command = { command: Commands.openSession, title: 'Open Session Notes', arguments: [row] };
+    return item;
+  }
+
+  getChildren(element?: SessionRow): Promise<SessionRow[]> {
+    if (element) {
+      return Promise.resolve([]);
+    }
+    return this.guarded('sessions', async () =>
+      (await this.server.execute<SessionsResult>(ServerCommands.listSessions, workspaceArg())).sessions);
+  }
+}
+
+// --- memory -------------------------------------------------------------------------------------
+
+export class MemoryTree extends ServerTree<vscode.Uri> {
+  getTreeItem(uri: vscode.Uri): vscode.TreeItem {
+    const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.None);
+    const problems = vscode.languages.getDiagnostics(uri);
+    const errors = problems.filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
+    item.description = problems.length ? `${problems.length} problem${problems.length === 1 ? '' : 's'}` : undefined;
+    item.iconPath = new vscode.ThemeIcon(errors ? 'error' : problems.length ? 'warning' : path.basename(uri.fsPath) === 'MEMORY.md' ? 'book' : 'file');
+    item.command = { command: 'vscode.open', title: 'Open', arguments: [uri] };
+    item.contextValue = 'memoryFile';
+    return item;
+  }
+
+  getChildren(element?: vscode.Uri): Promise<vscode.Uri[]> {
+    if (element) {
+      return Promise.resolve([]);
+    }
+    return this.guarded('memory files', async () => {
+      const lock = await this.server.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg());
+      const dir = vscode.Uri.file(lock.memoryDir);
+      let entries: [string, vscode.FileType][];
+      try {
+        entries = await vscode.workspace.fs.readDirectory(dir);
+      } catch {
+        return []; // no memory yet: the welcome content offers a dream
+      }
+      return entries
+        .filter(([name, type]) => type === vscode.FileType.File && name.endsWith('.md'))
+        .map(([name]) => name)
+        .sort((a, b) => Number(b === 'MEMORY.md') - Number(a === 'MEMORY.md') || a.localeCompare(b))
+        .map((name) => vscode.Uri.joinPath(dir, name));
+    });
+  }
+}
+
+// --- history ------------------------------------------------------------------------------------
+
+export interface RunFileNode {
+  run: HistoryRun;
+  file: string;
+  kind: 'added' | 'changed' | 'removed';
+  workspace?: string;
+}
+
+export type HistoryNode = HistoryRun | RunFileNode;
+
+function isFile(node: HistoryNode): node is RunFileNode {
+  return 'file' in node;
+}
+
+export function runCounts(run: HistoryRun): string {
+  return [`+${run.added.length}`, `~${run.changed.length}`, `-${run.removed.length}`].join(' ');
+}
+
+export class HistoryTree extends ServerTree<HistoryNode> {
+  getTreeItem(node: HistoryNode): vscode.TreeItem {
+    if (isFile(node)) {
+      const item = new vscode.TreeItem(node.file);
+      item.description = node.kind;
+      item.iconPath = new vscode.ThemeIcon(node.kind === 'added' ? 'diff-added' : node.kind === 'removed' ? 'diff-removed' : 'diff-modified');
+      const workspace = node.workspace;
+      item.command = {
+        command: 'vscode.diff',
+        title: 'Show Diff',
+        arguments: [historyUri(node.run.runId, 'before', node.file, workspace), historyUri(node.run.runId, 'after', node.file, workspace), `${node.file} (Reverie run ${node.run.runId.slice(0, 12)})`],
+      };
+      return item;
+    }
+    const run = node;
+    const files = run.added.length + run.changed.length + run.removed.length;
+    const item = new vscode.TreeItem(`${run.source} · ${formatWhen(new Date(run.at))}`, files ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    item.id = run.runId;
+    item.description = `${runCounts(run)}${run.tokensIn || run.tokensOut ? ` · ${run.tokensIn + run.tokensOut} tokens` : ''}${run.undone ? ' · undone' : ''}`;
+    item.tooltip = new vscode.MarkdownString(
+      `**${run.source}** run \`${run.runId}\`\n\n${new Date(run.at).toLocaleString()}\n\n${run.summary || ''}\n\n` +
+      `tokens: ${run.tokensIn} in / ${run.tokensOut} out${run.undoes ? `\n\nundoes \`${run.undoes}\`` : ''}`);
+    item.iconPath = new vscode.ThemeIcon(run.source === 'undo' ? 'discard' : run.source === 'sleep' ? 'moon' : 'sparkle');
+    item.contextValue = run.undone ? 'run.undone' : `run.${run.source}`;
+    return item;
+  }
+
+  getChildren(element?: HistoryNode): Promise<HistoryNode[]> {
+    if (element) {
+      if (isFile(element)) {
+        return Promise.resolve([]);
+      }
+      const { workspace } = workspaceArg();
+      const of = (kind: RunFileNode['kind'], names: string[]): RunFileNode[] => names.map((file) => ({ run: element, file, kind, workspace }));
+      return Promise.resolve([...of('added', element.added), ...of('changed', element.changed), ...of('removed', element.removed)]);
+    }
+    return this.guarded('history', async () =>
+      (await this.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 })).runs);
+  }
+}
+
+export interface Sidebar extends vscode.Disposable {
+  refresh(): void;
+  history: HistoryTree;
+}
+
+export function createSidebar(server: ReverieServer, log: vscode.LogOutputChannel): Sidebar {
+  const sessions = new SessionsTree(server, log);
+  const memory = new MemoryTree(server, log);
+  const history = new HistoryTree(server, log);
+  const disposables = [
+    vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions }),
+    vscode.window.createTreeView(Views.memory, { treeDataProvider: memory }),
+    vscode.window.createTreeView(Views.history, { treeDataProvider: history }),
+    vscode.languages.onDidChangeDiagnostics(() => memory.refresh()),
+  ];
+  return {
+    history,
+    refresh: () => {
+      sessions.refresh();
+      memory.refresh();
+      history.refresh();
+    },
+    dispose: () => {
+      for (const d of disposables) {
+        d.dispose();
+      }
+    },
+  };
+}
