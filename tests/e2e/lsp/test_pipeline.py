@@ -100,7 +100,7 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
     assert undone["undoneRunId"] == saved["runId"] and "MEMORY.md" in undone["files"]
     assert undone["message"].startswith(f"Undid the auto run {saved['runId']}:")
     runs = (await s.command("reverie.server.history"))["runs"]
-    assert [r["source"] for r in runs[:2]] == ["undo", "manual"] and runs[1]["undone"] is True
+    assert [r["source"] for r in runs[:2]] == ["undo", "auto"] and runs[1]["undone"] is True
 
     # "Undo Last Dream" never undoes an undo: with the only dream undone there is nothing left
     from pygls.exceptions import JsonRpcException
