@@ -75,7 +75,7 @@ def _dechat(text: str) -> str:
 
 def sentence(text: str, anchor: datetime) -> str:
     """A chat sentence as a plain, redacted, dated statement ending in a full stop."""
-    core = _dechat(_CHAT.sub("", plain_statement(clean(text))).strip())
+    core = _dechat(_CHAT.sub("", plain_statement(clean(text))).strip().lstrip("—–-:;,. "))
     core = normalise_dates(core, anchor)
     if not core:
         return ""
@@ -220,8 +220,10 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
         message = message[:119].rsplit(" ", 1)[0] + "…"
     text = f"{code(check)} failed with {message.replace('`', chr(39))}"
     if error.status == "fixed" and error.fix is not None and _is_doc(error.fix.path) and \
-            error.category in ("test", "typecheck", "lint", "build"):
-        return None  # a CHANGELOG edit does not make a test pass: the credit is unreliable
+            error.other_changes and error.category in ("test", "typecheck", "lint", "build"):
+        # a CHANGELOG edit made after the real one does not make a test pass: the credit is
+        # unreliable (a docs site's own pages, edited alone, are the fix)
+        return None
     if error.status == "fixed" and error.fix is not None:
         change = f"`{clean(error.fix.path)}`"
         essence = clean(error.fix.essence) if error.fix.essence else ""
