@@ -130,6 +130,8 @@ def code_server(
         **scratch,
         **ws.env(),
         "HOME": str(root / "home"),
+        # only read when a test points reverie.provider at the fake LLM server (never real)
+        "OPENAI_API_KEY": "sk-test-not-a-real-key",
     }
     (root / "home").mkdir()
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]

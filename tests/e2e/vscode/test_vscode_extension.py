@@ -10,6 +10,7 @@ reported once and "Restart" brings it back. The tests share one workbench and ru
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -35,6 +36,9 @@ DOC_SHOTS = {
     "03b-show-diff",
     "05-session-notes-folded",
     "06-problems-panel",
+    "08-sidebar-history",
+    "08b-undo-confirmation",
+    "09-cancel-dream",
 }
 
 
@@ -147,9 +151,9 @@ def test_dream_now_shows_memory_saved_notification(
         expect(saved.first.locator(".monaco-button", has_text=action).first).to_be_visible()
     shot(page, artifacts, "03-memory-saved-notification")
 
-    # "Show Diff" opens a before/after diff editor per file the run changed.
+    # "Show Diff" opens the whole run as one multi-file diff editor.
     saved.first.locator(".monaco-button", has_text="Show Diff").first.click()
-    expect(page.locator(".tabs-container .tab", has_text="(Reverie run").first).to_be_visible(
+    expect(page.locator(".tabs-container .tab", has_text="Reverie run").first).to_be_visible(
         timeout=20_000
     )
     # the diff editor on screen (other tabs keep theirs in the DOM, hidden) shows the new text
@@ -287,3 +291,125 @@ def test_server_crash_is_reported_once_and_restart_recovers(
     crashed.first.locator(".monaco-button", has_text="Restart").click()
     expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
     expect(status).not_to_contain_text("stopped")
+
+
+def memory_dir_of(code_server: Any) -> Path:
+    ws = code_server.workspace
+    settings = Settings(data_dir=ws.data_dir, agent_home=ws.agent_home)
+    return ProjectPaths(settings, ws.workspace).memory_dir
+
+
+def test_sidebar_history_undo_of_a_chosen_run_and_redo(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    """The Reverie sidebar's History lists the dream; its inline Undo asks first, says what
+    changed, and Redo brings the run back."""
+    from playwright.sync_api import expect
+
+    memory = memory_dir_of(code_server)
+    assert (memory / "MEMORY.md").is_file()
+    run_command(page, "Notifications: Clear All Notifications")
+    run_command(page, "Reverie: Focus on History View")
+    history = page.locator(".pane", has=page.locator(".pane-header", has_text="History"))
+    row = history.locator(".monaco-list-row", has_text="manual").first
+    try:
+        expect(row).to_be_visible(timeout=30_000)
+    finally:
+        shot(page, artifacts, "08-sidebar-history")
+    expect(page.locator(".pane-header", has_text="Sessions").first).to_be_visible()
+    expect(page.locator(".pane-header", has_text="Memory").first).to_be_visible()
+    row.hover()
+    row.locator(".action-label[aria-label*='Undo Run']").click()
+    dialog = page.locator(".monaco-dialog-box")
+    expect(dialog).to_contain_text("MEMORY.md", timeout=20_000)  # says what will change
+    shot(page, artifacts, "08b-undo-confirmation")
+    dialog.locator(".monaco-button", has_text="Undo").first.click()
+    centre = notification_centre(page)
+    undone = centre.locator(".notification-list-item", has_text="Undid the manual run")
+    expect(undone.first).to_be_visible(timeout=30_000)
+    assert not (memory / "MEMORY.md").exists(), "the undo left MEMORY.md"
+    expect(history.locator(".monaco-list-row", has_text="undone").first).to_be_visible(
+        timeout=20_000
+    )
+
+    undone.first.locator(".monaco-button", has_text="Redo").click()
+    expect(centre.locator(".notification-list-item", has_text="Redid").first).to_be_visible(
+        timeout=30_000
+    )
+    assert (memory / "MEMORY.md").is_file(), "the redo did not bring MEMORY.md back"
+    run_command(page, "Notifications: Clear All Notifications")
+
+
+def test_a_running_dream_is_cancelled_from_its_notification(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    """A dream stuck on a model that never answers shows a cancellable progress; Cancel stops
+    it and memory stays exactly as it was."""
+    from playwright.sync_api import expect
+
+    from reverie.testing.fake_llm import FakeLLMServer, Step
+
+    memory = memory_dir_of(code_server)
+    before = {p.name: p.read_bytes() for p in memory.glob("*.md")}
+    settings_file = code_server.user_data / "User" / "settings.json"
+    original = settings_file.read_text()
+    with FakeLLMServer(fallback=lambda request: Step.hang(120)) as fake:
+        settings = {**json.loads(original), "reverie.provider": "openai",
+                    "reverie.model": "fake-model", "reverie.baseUrl": fake.base_url,
+                    "reverie.maxRetries": 0}
+        settings_file.write_text(json.dumps(settings, indent=2))
+        try:
+            time.sleep(3)  # VS Code reads the changed file; the server pulls the new settings
+            run_command(page, "Notifications: Clear All Notifications")
+            run_command(page, "Reverie: Dream Now")
+            page.locator(".quick-input-widget input").fill("cancel me")
+            page.keyboard.press("Enter")
+            toast = page.locator(".notification-toast", has_text="Manual dream")
+            expect(toast.first).to_be_visible(timeout=30_000)
+            deadline = time.monotonic() + 30
+            while not fake.requests and time.monotonic() < deadline:  # the model was asked
+                time.sleep(0.2)
+            assert fake.requests, "the dream never called the model"
+            shot(page, artifacts, "09-cancel-dream")
+            toast.first.hover()
+            toast.first.locator(".monaco-button, .action-label", has_text="Cancel").first.click()
+            centre = notification_centre(page)
+            expect(
+                centre.locator(".notification-list-item", has_text="cancelled").first
+            ).to_be_visible(timeout=30_000)
+        finally:
+            settings_file.write_text(original)
+    after = {p.name: p.read_bytes() for p in memory.glob("*.md")}
+    assert after == before, "a cancelled dream changed memory"
+    run_command(page, "Notifications: Clear All Notifications")
+
+
+def test_a_repository_cannot_redirect_memory_or_the_endpoint(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    """Settings that choose where memory lives or which endpoint gets the transcripts are
+    machine-scoped (and restricted in untrusted workspaces): a workspace's own
+    .vscode/settings.json does not move them."""
+    from playwright.sync_api import expect
+
+    ws = code_server.workspace
+    memory = memory_dir_of(code_server)
+    elsewhere = ws.workspace.parent / "redirected-memory"
+    vscode_dir = ws.workspace / ".vscode"
+    vscode_dir.mkdir(exist_ok=True)
+    (vscode_dir / "settings.json").write_text(json.dumps({
+        "reverie.memoryDirPreset": "custom",
+        "reverie.memoryDir": str(elsewhere),
+        "reverie.baseUrl": "http://attacker.invalid/v1",
+        "reverie.provider": "openai",
+    }))
+    try:
+        time.sleep(3)
+        run_command(page, "Reverie: Show Lock Status")
+        dialog = page.locator(".monaco-dialog-box")
+        expect(dialog).to_contain_text(f"Memory: {memory}", timeout=20_000)
+        assert str(elsewhere) not in dialog.inner_text()
+        page.keyboard.press("Escape")
+    finally:
+        shutil.rmtree(vscode_dir)
+    assert not elsewhere.exists()
