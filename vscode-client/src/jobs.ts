@@ -19,11 +19,16 @@ interface Watched {
 export class JobTracker implements vscode.Disposable {
   private readonly watched = new Map<string, Watched>();
   private readonly running = new Map<string, string>();
+  /** jobs that ended, in case the end arrives before the command's answer is handled */
+  private readonly ended = new Set<string>();
 
   constructor(private readonly server: ReverieServer, private readonly log: vscode.LogOutputChannel) {}
 
   /** Shows a cancellable progress until the job ends; a job already running is shown too. */
   follow(started: JobStarted, what: string): void {
+    if (this.ended.has(started.jobId)) {
+      return; // it finished already: its outcome arrived as a notification
+    }
     this.running.set(started.jobId, started.title || what);
     this.updateContext();
     if (this.watched.has(started.jobId)) {
@@ -56,6 +61,10 @@ export class JobTracker implements vscode.Disposable {
     const watched = this.watched.get(event.jobId);
     if (FINISHED.has(event.type)) {
       this.running.delete(event.jobId);
+      this.ended.add(event.jobId);
+      if (this.ended.size > 200) {
+        this.ended.delete(this.ended.values().next().value as string);
+      }
       watched?.finish();
       if (watched && event.type !== 'complete') {
         void vscode.window.showInformationMessage(`Reverie: ${event.kind.replace('_', ' ')} ${event.type}${message ? `: ${message}` : ''}`);
@@ -80,6 +89,7 @@ export class JobTracker implements vscode.Disposable {
       watched.finish();
     }
     this.running.clear();
+    this.ended.clear(); // job ids start again with a new server
     this.updateContext();
   }
 
