@@ -122,10 +122,11 @@ export async function undoRun(ctx: CommandContext, runId?: string | null): Promi
     return;
   }
   const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId });
-  await reportUndo(ctx, result);
+  await reportUndo(ctx, result, run.source === 'undo');
 }
 
-async function reportUndo(ctx: CommandContext, result: UndoResult): Promise<void> {
+/** Says what the undo did; after an undo of a dream offers Redo, after a redo Undo again. */
+async function reportUndo(ctx: CommandContext, result: UndoResult, wasRedo: boolean): Promise<void> {
   ctx.log.info(`undo: ${result.message}`);
   ctx.refreshViews();
   void vscode.commands.executeCommand('setContext', 'reverie.canRedo', result.changed);
@@ -133,9 +134,12 @@ async function reportUndo(ctx: CommandContext, result: UndoResult): Promise<void
     void vscode.window.showInformationMessage(`Reverie: ${result.message}`);
     return;
   }
-  const choice = await vscode.window.showInformationMessage(`Reverie: ${result.message}`, 'Redo', 'Show Diff');
+  const again = wasRedo ? 'Undo Again' : 'Redo';
+  const choice = await vscode.window.showInformationMessage(`Reverie: ${result.message}`, again, 'Show Diff');
   if (choice === 'Redo') {
     await redo(ctx);
+  } else if (choice === 'Undo Again') {
+    await undoRun(ctx);
   } else if (choice === 'Show Diff' && result.run) {
     await ctx.history.show(result.run.runId, workspaceArg().workspace);
   }
@@ -144,7 +148,7 @@ async function reportUndo(ctx: CommandContext, result: UndoResult): Promise<void
 /** Undoes the latest undo still in effect, which brings its run back. */
 export async function redo(ctx: CommandContext): Promise<void> {
   const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...workspaceArg(), redo: true });
-  await reportUndo(ctx, result);
+  await reportUndo(ctx, result, true);
 }
 
 export async function showRunDiff(ctx: CommandContext, runId?: string | null): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * Read-only documents for memory history, so a run can be shown as one multi-file diff:
- * `reverie-history:/<side>/<file>?run=<runId>&workspace=<folder>` where side is `before` or
- * `after`. The content is asked of the server each time (never kept in a map), so a diff tab
+ * `reverie-history:/<file>?run=<runId>&side=<before|after>&workspace=<folder>` (the same path
+ * on both sides, so the diff editor shows a change of one file, not a rename). The content is asked of the server each time (never kept in a map), so a diff tab
  * VS Code restores after a reload shows the same text, or says why it cannot.
  */
 import * as path from 'node:path';
@@ -14,14 +14,13 @@ import { type HistoryResult, type HistoryRun } from './generated/protocol';
 type Side = 'before' | 'after';
 
 export function historyUri(runId: string, side: Side, file: string, workspace?: string): vscode.Uri {
-  const query = new URLSearchParams({ run: runId, ...(workspace ? { workspace } : {}) }).toString();
-  return vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${side}/${file}`, query });
+  const query = new URLSearchParams({ run: runId, side, ...(workspace ? { workspace } : {}) }).toString();
+  return vscode.Uri.from({ scheme: HISTORY_SCHEME, path: `/${file}`, query });
 }
 
 function parse(uri: vscode.Uri): { runId: string; side: Side; file: string; workspace?: string } {
   const query = new URLSearchParams(uri.query);
-  const [, side, ...rest] = uri.path.split('/');
-  return { runId: query.get('run') ?? '', side: side === 'before' ? 'before' : 'after', file: rest.join('/'), workspace: query.get('workspace') ?? undefined };
+  return { runId: query.get('run') ?? '', side: query.get('side') === 'before' ? 'before' : 'after', file: uri.path.replace(/^\//, ''), workspace: query.get('workspace') ?? undefined };
 }
 
 export class HistoryDocuments implements vscode.TextDocumentContentProvider {

@@ -132,7 +132,7 @@ export class ReverieStatusBar implements vscode.Disposable {
       const g = this.gate;
       const why: Record<string, string> = {
         open: 'the next check may start one',
-        time_gate: `waits for ${g.hoursSince !== null ? `${g.hoursSince.toFixed(1)} h of the gate` : 'the time gate'} (reverie.dreamMinHours)`,
+        time_gate: `waits for more time since the last dream (${g.hoursSince !== null ? `${g.hoursSince.toFixed(1)} h so far` : 'none yet'}, reverie.dreamMinHours)`,
         session_gate: `waits for more sessions (${g.sessionsSince ?? 0} so far, reverie.dreamMinSessions)`,
         lock_busy: 'another process holds the lock',
         disabled: 'automatic dreams are off (reverie.dreamEnabled)',

@@ -333,7 +333,8 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     )
 
     undone.first.locator(".monaco-button", has_text="Redo").click()
-    expect(centre.locator(".notification-list-item", has_text="Redid").first).to_be_visible(
+    # the answer is a new toast (the centre may close when an action is clicked)
+    expect(page.locator(".notification-list-item", has_text="Redid").first).to_be_visible(
         timeout=30_000
     )
     assert (memory / "MEMORY.md").is_file(), "the redo did not bring MEMORY.md back"
@@ -351,13 +352,16 @@ def test_a_running_dream_is_cancelled_from_its_notification(
 
     memory = memory_dir_of(code_server)
     before = {p.name: p.read_bytes() for p in memory.glob("*.md")}
-    settings_file = code_server.user_data / "User" / "settings.json"
-    original = settings_file.read_text()
+    # provider and endpoint are machine-scoped: in a remote window (code-server is one) they
+    # are read from the remote machine's settings, not from the browser's user settings
+    machine = code_server.user_data / "Machine" / "settings.json"
+    machine.parent.mkdir(exist_ok=True)
+    original = machine.read_text() if machine.exists() else "{}"
     with FakeLLMServer(fallback=lambda request: Step.hang(120)) as fake:
         settings = {**json.loads(original), "reverie.provider": "openai",
                     "reverie.model": "fake-model", "reverie.baseUrl": fake.base_url,
                     "reverie.maxRetries": 0}
-        settings_file.write_text(json.dumps(settings, indent=2))
+        machine.write_text(json.dumps(settings, indent=2))
         try:
             time.sleep(3)  # VS Code reads the changed file; the server pulls the new settings
             run_command(page, "Notifications: Clear All Notifications")
@@ -369,16 +373,16 @@ def test_a_running_dream_is_cancelled_from_its_notification(
             deadline = time.monotonic() + 30
             while not fake.requests and time.monotonic() < deadline:  # the model was asked
                 time.sleep(0.2)
-            assert fake.requests, "the dream never called the model"
-            shot(page, artifacts, "09-cancel-dream")
+            assert fake.requests, f"the dream never called the model{failure_context(code_server)}"
             toast.first.hover()
+            page.wait_for_timeout(500)  # the toast's slide-in
+            shot(page, artifacts, "09-cancel-dream")
             toast.first.locator(".monaco-button, .action-label", has_text="Cancel").first.click()
-            centre = notification_centre(page)
             expect(
-                centre.locator(".notification-list-item", has_text="cancelled").first
+                page.locator(".notification-list-item", has_text="cancelled").first
             ).to_be_visible(timeout=30_000)
         finally:
-            settings_file.write_text(original)
+            machine.write_text(original)
     after = {p.name: p.read_bytes() for p in memory.glob("*.md")}
     assert after == before, "a cancelled dream changed memory"
     run_command(page, "Notifications: Clear All Notifications")
