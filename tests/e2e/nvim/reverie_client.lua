@@ -51,6 +51,9 @@ local function main()
   out("HISTORY", history)
   local undone = execute("reverie.server.undo", { workspace = workspace })
   out("UNDO", undone)
+  -- and the redo (an undo of that undo) brings the dream's files back
+  local redone = execute("reverie.server.undo", { workspace = workspace, redo = true })
+  out("REDO", redone)
 
   client.stop()
   vim.wait(5000, function() return client.is_stopped() end, 20)

@@ -111,5 +111,8 @@ def test_neovim_status_dream_and_memory_saved(tmp_path: Path, editors: ModuleTyp
     assert isinstance(undone, dict)
     assert undone["undoneRunId"] == saved["runId"] and undone["changed"] is True, undone
     assert undone["message"].startswith("Undid the manual run"), undone
+    (redone,) = seen["REDO"]
+    assert isinstance(redone, dict) and redone["changed"] is True, redone
+    assert redone["message"].startswith(f"Redid the run {saved['runId']}"), redone
     kinds = {(e["kind"], e["type"]) for e in seen.get("JOB_EVENT", []) if isinstance(e, dict)}
     assert ("dream", "start") in kinds, kinds
