@@ -48,6 +48,7 @@ function sourceDigest() {
     }
   };
   hash.update(fs.readFileSync(path.join(repo, 'pyproject.toml')));
+  hash.update(fs.readFileSync(fileURLToPath(import.meta.url))); // this script's own choices
   walk(path.join(repo, 'server'));
   return hash.digest('hex');
 }
@@ -73,6 +74,10 @@ pip(['install', '--dry-run', '--ignore-installed', '--only-binary=:all:', '--rep
 const report = JSON.parse(fs.readFileSync(reportPath, 'utf-8'));
 const pure = [];
 const compiled = [];
+// Compiled only for speed, with a complete pure-Python wheel on PyPI: shipped once, pure
+// (dulwich's Rust extensions were ~5 MB per Python version; memory history is small).
+const PURE_FALLBACK = new Set(['dulwich']);
+const pureFallback = [];
 for (const item of report.install) {
   const name = item.metadata.name;
   if (name.toLowerCase() === 'reverie') {
@@ -80,12 +85,20 @@ for (const item of report.install) {
   }
   const url = item.download_info?.url ?? '';
   const pin = `${name}==${item.metadata.version}`;
+  if (PURE_FALLBACK.has(name.toLowerCase())) {
+    pureFallback.push(pin);
+    continue;
+  }
   (url.endsWith('-none-any.whl') ? pure : compiled).push(pin);
 }
 
 // 2. Pure Python: the server itself plus every pure dependency.
 pip(['install', '--no-deps', '--no-compile', '--target', path.join(libs, 'py'), repo]);
 pip(['install', '--no-deps', '--no-compile', '--only-binary=:all:', '--target', path.join(libs, 'py'), ...pure]);
+if (pureFallback.length) {
+  pip(['install', '--no-deps', '--no-compile', '--only-binary=:all:', '--platform', 'any', '--implementation', 'py',
+    '--python-version', '3.11', '--target', path.join(libs, 'py'), ...pureFallback]);
+}
 
 // 3. Compiled dependencies, once per supported CPython version, for this platform.
 const platforms = JSON.parse(execFileSync(python, ['-c',
@@ -162,7 +175,7 @@ for (const entry of fs.readdirSync(libs, { recursive: true, withFileTypes: true 
   }
 }
 fs.writeFileSync(path.join(libs, 'MANIFEST.json'), JSON.stringify({
-  platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure, compiled, shared: deduped,
+  platform: `${process.platform}-${process.arch}`, pythonTags: bundled, pythonVersionsSkipped: skipped, pure: [...pure, ...pureFallback], compiled, shared: deduped,
 }, null, 2) + '\n');
 fs.rmSync(work, { recursive: true, force: true });
 
