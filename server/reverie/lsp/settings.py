@@ -80,7 +80,8 @@ def resolve(*layers: Mapping[str, Any] | None) -> ResolvedSettings:
     merged: dict[str, Any] = {}
     for layer in layers:
         if layer:
-            merged.update({k: v for k, v in layer.items() if v is not None})
+            # "" is how the Settings UI leaves an optional string unset: the layer below applies
+            merged.update({k: v for k, v in layer.items() if v is not None and v != ""})
     fields = Settings.model_fields
     # unknown keys are ignored, as documented
     editor = {to_snake(k): v for k, v in merged.items() if to_snake(k) in fields}

@@ -27,6 +27,14 @@ def test_later_layers_win_and_none_means_unset(monkeypatch: pytest.MonkeyPatch):
     assert resolve().settings.dream_min_sessions == 7
 
 
+def test_an_empty_string_means_unset(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("REVERIE_MODEL", "from-env")
+    r = resolve({"model": "", "baseUrl": "", "memoryDir": ""})
+    assert r.settings.model == "from-env"
+    assert r.settings.base_url is None and r.settings.memory_dir is None
+    assert r.problems == []
+
+
 def test_unknown_keys_are_ignored():
     r = resolve({"noSuchSetting": 1, "watchDebounceMs": 10})
     assert r.settings.watch_debounce_ms == 10 and r.problems == []
