@@ -3,6 +3,7 @@
  * the rest of the extension one way to call it. All behaviour lives in the server; this only
  * wires processes, settings and the API key.
  */
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -47,6 +48,27 @@ export function explicitServerSettings(scope?: vscode.Uri): Record<string, unkno
     }
   }
   return out;
+}
+
+/** The compiled packages the bundled server needs, pinned as bundled (MANIFEST.json). */
+function compiledPins(libs: string): string[] {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(libs, 'MANIFEST.json'), 'utf-8')) as { compiled?: string[] };
+    return manifest.compiled ?? [];
+  } catch {
+    return ['pydantic-core', 'orjson', 'watchfiles', 'PyYAML', 'psutil'];
+  }
+}
+
+/** Whether the interpreter itself can import what the pure-Python server needs compiled:
+ *  undefined when it can, else the import error's last line. */
+function compiledPackagesProblem(python: string, pure: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const probe = 'import pydantic, pydantic_core, orjson, watchfiles, yaml, psutil';
+  return new Promise((resolve) => {
+    execFile(python, ['-c', probe], { env: { ...env, PYTHONPATH: pure }, timeout: 20000, windowsHide: true }, (error, _stdout, stderr) => {
+      resolve(error ? (stderr.trim().split('\n').pop() ?? error.message) : undefined);
+    });
+  });
 }
 
 export class ReverieServer implements vscode.Disposable {
@@ -256,11 +278,20 @@ export class ReverieServer implements vscode.Disposable {
       return env;
     }
     if (!fs.existsSync(compiled)) {
+      // A universal build (or a platform build for other Python versions): the pure-Python
+      // server with the compiled packages of the user's interpreter, when it has them.
+      const problem = await compiledPackagesProblem(interpreter.executable, pure, env);
+      if (problem === undefined) {
+        this.log.info(`No bundled compiled packages for ${interpreter.abiTag} on ${process.platform}-${process.arch}; using those installed in ${interpreter.executable}.`);
+        env.PYTHONPATH = [pure, ...(process.env.PYTHONPATH ? [process.env.PYTHONPATH] : [])].join(path.delimiter);
+        return env;
+      }
       const available = fs.readdirSync(libs).filter((name) => /^cp\d+$/.test(name)).map((tag) => `${tag[2]}.${tag.slice(3)}`);
       this.fail(
-        `This Reverie build bundles the server for Python ${available.join(', ')} on ${process.platform}-${process.arch}; ` +
-        `${interpreter.executable} is Python ${interpreter.version.slice(0, 2).join('.')}. Point "reverie.server.python" at a supported ` +
-        'Python, or install reverie into your interpreter and set "reverie.server.importStrategy" to "fromEnvironment".', true);
+        `This Reverie build has no compiled packages for Python ${interpreter.version.slice(0, 2).join('.')} on ${process.platform}-${process.arch}` +
+        `${available.length ? ` (it has them for Python ${available.join(', ')})` : ''}, and ${interpreter.executable} lacks them (${problem}). ` +
+        `Install them into that Python with "${interpreter.executable} -m pip install ${compiledPins(libs).join(' ')}", point "reverie.server.python" ` +
+        'at another Python, or install the Reverie build for your platform.', true);
       return undefined;
     }
     // compiled packages identical for every Python version ship once, in libs/shared

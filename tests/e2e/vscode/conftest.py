@@ -54,7 +54,9 @@ def tools(editors: ModuleType) -> Tools:
     if importlib.util.find_spec("playwright") is None:
         editors.missing_tool("the Python playwright package is not installed")
     version = json.loads((CLIENT / "package.json").read_text())["version"]
-    vsix = CLIENT / f"reverie-{version}.vsix"
+    # REVERIE_E2E_VSIX: another build, e.g. the universal one (with REVERIE_E2E_PYTHON, an
+    # interpreter that has the compiled packages itself)
+    vsix = Path(os.environ.get("REVERIE_E2E_VSIX") or CLIENT / f"reverie-{version}.vsix")
     if not vsix.exists():
         editors.missing_tool(
             f"{vsix.name} is not built (cd vscode-client && npm ci && npm run package)"
@@ -145,7 +147,12 @@ def code_server(
     assert install.returncode == 0, install.stdout + install.stderr
     assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
     # The bundled server runs under the base interpreter: no reverie, no venv packages needed.
-    python = getattr(sys, "_base_executable", None) or shutil.which("python3") or sys.executable
+    python = (
+        os.environ.get("REVERIE_E2E_PYTHON")
+        or getattr(sys, "_base_executable", None)
+        or shutil.which("python3")
+        or sys.executable
+    )
     settings = {
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": False,
