@@ -39,6 +39,7 @@ DOC_SHOTS = {
     "08-sidebar-history",
     "08b-undo-confirmation",
     "09-cancel-dream",
+    "10-missing-python-welcome",
 }
 
 
@@ -417,3 +418,34 @@ def test_a_repository_cannot_redirect_memory_or_the_endpoint(
     finally:
         shutil.rmtree(vscode_dir)
     assert not elsewhere.exists()
+
+
+def test_missing_python_shows_the_welcome_view_and_recovers(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    """A reverie.server.python that does not exist: the sidebar says what is missing and how to
+    fix it; pointing the setting back restarts the server."""
+    from playwright.sync_api import expect
+
+    # machine-overridable: in a remote window (code-server) the machine's settings apply
+    settings_file = code_server.user_data / "Machine" / "settings.json"
+    settings_file.parent.mkdir(exist_ok=True)
+    original = settings_file.read_text() if settings_file.exists() else "{}"
+    missing = str(code_server.user_data / "no-such-python")
+    settings_file.write_text(json.dumps({**json.loads(original), "reverie.server.python": missing}))
+    try:
+        run_command(page, "Reverie: Focus on Sessions View")
+        welcome = page.locator(".welcome-view-content", has_text="needs Python 3.11")
+        try:
+            expect(welcome.first).to_be_visible(timeout=60_000)
+        finally:
+            shot(page, artifacts, "10-missing-python-welcome")
+        for action in ("Open Settings", "Restart Server", "Show Log"):
+            expect(welcome.first.locator(".monaco-button", has_text=action)).to_be_visible()
+        status = page.locator(".statusbar-item", has_text="Reverie").first
+        expect(status).to_contain_text("stopped")
+    finally:
+        settings_file.write_text(original)
+    expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
+    expect(page.locator(".welcome-view-content", has_text="needs Python 3.11")).to_have_count(0)
+    run_command(page, "Notifications: Clear All Notifications")
