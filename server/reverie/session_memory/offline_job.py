@@ -14,6 +14,7 @@ works out the ``ExtractedPoint`` in the same single pass (``PointFold``).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -113,17 +114,31 @@ class PointFold:
 
 def notes_from_messages(job: OfflineNotesJob, messages: Iterable[Message]) -> OfflineNotesResult:
     """Build the notes from ``messages`` (read once) and say where the conversation ended."""
-    fold = PointFold()
-    notes = build_notes(
-        fold.tap(messages), session=job.session, workspace=job.workspace,
-        current_notes=job.current_notes, template=job.template, previous=job.previous,
-    )
-    return OfflineNotesResult(notes, fold.point())
+    return _build(job, job.session, messages)
 
 
 def notes_from_transcript(job: OfflineNotesJob, path: Path, session_id: str) -> OfflineNotesResult:
     """``notes_from_messages`` over the transcript as it is on disk now, streamed (the language
-    server runs this in a worker process: only the result comes back)."""
+    server runs this in a worker process: only the result comes back).
+
+    The session the notes describe is the reader's own, which it completes while it reads
+    (a title recorded late in the file included); ``job.session`` only has to name it.
+    """
     from reverie.transcripts.reader import TranscriptReader
 
-    return notes_from_messages(job, TranscriptReader(path, session_id=session_id))
+    reader = TranscriptReader(path, session_id=session_id)
+    stream = iter(reader)
+    first = next(stream, None)  # from here on ``reader.session`` is the one being filled in
+    messages = stream if first is None else itertools.chain((first,), stream)
+    return _build(job, reader.session, messages)
+
+
+def _build(
+    job: OfflineNotesJob, session: Session, messages: Iterable[Message]
+) -> OfflineNotesResult:
+    fold = PointFold()
+    notes = build_notes(
+        fold.tap(messages), session=session, workspace=job.workspace,
+        current_notes=job.current_notes, template=job.template, previous=job.previous,
+    )
+    return OfflineNotesResult(notes, fold.point())

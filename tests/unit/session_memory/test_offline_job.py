@@ -82,3 +82,14 @@ def test_job_over_the_file_equals_the_writer_over_loaded_messages(path: Path) ->
     assert got.notes.text == expected.text
     assert got.notes.generated == expected.generated
     assert got.point == expected.point == extracted_point(transcript.messages)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(TRANSCRIPTS)))
+def test_session_head_names_the_session_as_the_whole_file_does(path: Path) -> None:
+    """``reverie notes --force`` reads only the head to name the session's notes."""
+    from reverie.session_memory.source import load_session_head
+
+    whole = load_transcript(path).session
+    head = load_session_head(path, None)
+    assert (head.id, head.agent, head.cwd, head.parent_session_id) == (
+        whole.id, whole.agent, whole.cwd, whole.parent_session_id)
