@@ -250,7 +250,7 @@ def test_a_fifo_lock_does_not_hang_the_server(workspace: Path, logs: Path, tmp_p
                                 {"command": "reverie.server.lockStatus", "arguments": [{}]})
         answer = server.response(msg_id, timeout=20)
         assert answer is not None and "result" in answer, answer
-        assert answer["result"]["holder_pid"] is None
+        assert answer["result"]["holderPid"] is None
         assert server.close() == 0
         _assert_clean(server)
     finally:

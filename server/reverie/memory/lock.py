@@ -26,7 +26,6 @@ import errno
 import logging
 import os
 import stat
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -79,20 +78,11 @@ def _read_regular(path: Path) -> tuple[str, float] | None:
 
 def _lock_fd(fd: int) -> None:
     """An exclusive advisory lock on ``fd``, waiting for it (released when ``fd`` is closed or
-    the process dies)."""
-    if sys.platform == "win32":
-        import msvcrt
+    the process dies): ``flock`` on POSIX, ``LockFileEx`` / ``msvcrt.locking`` on Windows,
+    through portalocker rather than two hand-kept platform branches."""
+    import portalocker
 
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for ~10 s, then raises
-                return
-            except OSError:
-                continue
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    portalocker.lock(fd, portalocker.LockFlags.EXCLUSIVE)
 
 
 class PriorRecord(BaseModel):
