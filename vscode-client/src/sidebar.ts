@@ -55,9 +55,9 @@ abstract class ServerTree<T> implements vscode.TreeDataProvider<T> {
 
 export class SessionsTree extends ServerTree<SessionRow> {
   getTreeItem(row: SessionRow): vscode.TreeItem {
-    const item = new vscode.TreeItem(`${row.agent} · ${row.sessionId.slice(0, 8)}`);
-    item.description = `${formatWhen(new Date(row.updatedAt))} · ${row.messages} msgs${row.current ? ' · current' : ''}`;
-    item.tooltip = new vscode.MarkdownString(`**${row.agent}** session \`${row.sessionId}\`\n\n${row.messages} messages, ~${row.tokens} tokens\n\nTranscript: \`${row.path}\``);
+    const item = new vscode.TreeItem(row.title ? row.title.slice(0, 60) : `${row.agent} · ${row.sessionId.slice(0, 8)}`);
+    item.description = `${row.agent} · ${formatWhen(new Date(row.updatedAt))} · ${row.messages} msgs${row.hasNotes ? ' · notes' : ''}${row.current ? ' · current' : ''}`;
+    item.tooltip = new vscode.MarkdownString(`**${row.agent}** session \`${row.sessionId}\`\n\n${row.messages} messages, ~${row.tokens} tokens; ${row.hasNotes ? 'notes written' : 'no notes yet'}\n\nTranscript: \`${row.path}\``);
     item.iconPath = new vscode.ThemeIcon(row.current ? 'comment-discussion' : 'comment');
     item.contextValue = 'session';
     item.command = { command: Commands.openSession, title: 'Open Session Notes', arguments: [row] };

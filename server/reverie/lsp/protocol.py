@@ -311,6 +311,10 @@ class SessionRow(Wire):
     updated_at: datetime
     #: the session the workspace works in now (the newest top-level session)
     current: bool
+    #: the agent's own title, else the first prompt (null when unknown)
+    title: str | None = None
+    #: Reverie has written notes for this session
+    has_notes: bool = False
 
 
 class SessionsResult(Wire):

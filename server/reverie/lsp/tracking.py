@@ -282,10 +282,16 @@ class WorkspaceTracker:
         def skipped(path: Path, exc: Exception) -> None:
             logger.warning("skipping %s: %s", path, exc)
 
-        rows = await asyncio.to_thread(
-            session_rows, self.folder, self.settings.agent_home, skipped
-        )
-        return SessionsResult(sessions=[SessionRow.model_validate(r) for r in rows])
+        def read() -> list[SessionRow]:
+            rows = session_rows(self.folder, self.settings.agent_home, skipped, with_title=True)
+            return [
+                SessionRow.model_validate(
+                    {**r, "has_notes": self.paths.notes_path(r["session_id"]).is_file()}
+                )
+                for r in rows
+            ]
+
+        return SessionsResult(sessions=await asyncio.to_thread(read))
 
     async def session_notes(self, session_id: str | None) -> SessionNotesResult:
         sid = self._session_id(session_id)

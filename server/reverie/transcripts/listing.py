@@ -14,17 +14,22 @@ from reverie.transcripts.tokens import context_tokens
 
 
 def session_rows(
-    workspace: Path, agent_home: Path, on_skip: Callable[[Path, Exception], None] | None = None
+    workspace: Path,
+    agent_home: Path,
+    on_skip: Callable[[Path, Exception], None] | None = None,
+    *,
+    with_title: bool = False,
 ) -> list[dict[str, Any]]:
-    """``{agent, session_id, path, messages, tokens, updated_at, current}`` per session;
-    an unreadable transcript is reported to ``on_skip`` and listed with no messages."""
+    """``{agent, session_id, path, messages, tokens, updated_at, current}`` per session (and
+    ``title`` with ``with_title``: the CLI's ``--json`` keeps its keys); an unreadable
+    transcript is reported to ``on_skip`` and listed with no messages."""
     refs = discover_sessions(workspace, agent_home)
     current = next((r for r in refs if not r.is_subagent), None)
     loaded: dict[Path, dict[str, Transcript]] = {}
     rows: list[dict[str, Any]] = []
     for ref in refs:
         transcript = _transcript(ref, loaded, on_skip)
-        rows.append({
+        row: dict[str, Any] = {
             "agent": ref.agent,
             "session_id": ref.session_id,
             "path": str(ref.path),
@@ -32,7 +37,10 @@ def session_rows(
             "tokens": context_tokens(transcript.messages) if transcript else 0,
             "updated_at": ref.updated_at.isoformat(),
             "current": ref is current,
-        })
+        }
+        if with_title:
+            row["title"] = transcript.session.title if transcript else None
+        rows.append(row)
     return rows
 
 

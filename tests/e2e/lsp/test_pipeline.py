@@ -119,6 +119,8 @@ async def test_transcript_to_notes_to_dream(start_server, workspace, reverie_env
     ids = [row["sessionId"] for row in listed["sessions"]]
     assert ids[0] == SPOTTER_ID and TOOL_HEAVY_ID in ids
     assert listed["sessions"][0]["current"] is True
+    # the editor's Sessions view: the agent's title (or first prompt) and whether notes exist
+    assert listed["sessions"][0]["hasNotes"] is True and "title" in listed["sessions"][0]
 
 
 async def test_forced_update(start_server, workspace, reverie_env):

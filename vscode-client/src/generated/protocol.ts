@@ -417,6 +417,8 @@ export interface SessionRow {
   tokens: number;
   updatedAt: string;
   current: boolean;
+  title: string | null;
+  hasNotes: boolean;
 }
 
 export interface SessionSummary {
