@@ -29,21 +29,23 @@ from eval_harness import PATHS, PathResult, pool, project_names, run_all
 # analysis, 1034858): notes 98% / 98% / 0 wrong; dream 71% / 69% / 5; sleep 85% / 82% / 5.
 # 15:45: stricter scorer (recall only through useful lines; file logs and quoted chat are noise
 # in memory): main's old dream / sleep engines score 44% / 48% and 66% / 63%.
-# 16:00, the curated offline dream and REM (reverie.curation, main b867f47): dream 98% / 99% /
-# 0 wrong, sleep 98% / 99% / 0 wrong, no index line over 150 on either.
+# 16:50, final for the session, main 92fc513 (curated dream + REM, analysis-based notes): notes
+# 100% / 98% / 0; dream and sleep 95% / 97% / 1 wrong. That wrong claim is real and was caught
+# by a stricter handbook label at 16:20: "we no longer use `mkdocs gh-deploy`" was rewritten as
+# "Longer use `mkdocs gh-deploy`" (1811470, negation lost); back to 0 when that is fixed.
 FLOORS: dict[str, tuple[float, float, int, int, int]] = {
-    "notes": (0.95, 0.93, 0, 0, 0),
-    "dream": (0.95, 0.95, 0, 0, 0),
-    "sleep": (0.95, 0.95, 0, 0, 0),
+    "notes": (0.97, 0.95, 0, 0, 0),
+    "dream": (0.93, 0.95, 1, 0, 0),
+    "sleep": (0.93, 0.95, 1, 0, 0),
 }
 
 #: the held-out project (tests/fixtures/eval/relay, written after the engines were tuned on the
-#: others): the same columns, measured on main 2026-12-01 16:15 (notes 100% / 97% / 2 wrong;
-#: dream and sleep 82% recall / 88% precision / 2 wrong)
+#: others): the same columns; at 16:15 notes 100% / 97% / 2 wrong, dream and sleep 82% / 88% / 2;
+#: on main 92fc513 (16:47) notes 100% / 100% / 0, dream and sleep 82% / 100% / 0
 FLOORS_HELDOUT: dict[str, tuple[float, float, int, int, int]] = {
-    "notes": (0.95, 0.93, 2, 0, 0),
-    "dream": (0.80, 0.85, 2, 0, 0),
-    "sleep": (0.80, 0.85, 2, 0, 0),
+    "notes": (0.97, 0.97, 0, 0, 0),
+    "dream": (0.80, 0.97, 0, 0, 0),
+    "sleep": (0.80, 0.97, 0, 0, 0),
 }
 
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no
