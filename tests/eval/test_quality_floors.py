@@ -33,10 +33,12 @@ from eval_harness import PATHS, PathResult, pool, project_names, run_all
 # 100% / 98% / 0; dream and sleep 95% / 97% / 1 wrong. That wrong claim is real and was caught
 # by a stricter handbook label at 16:20: "we no longer use `mkdocs gh-deploy`" was rewritten as
 # "Longer use `mkdocs gh-deploy`" (1811470, negation lost); back to 0 when that is fixed.
+# 17:00, the lead: fixed ("no" is framing only when it does not negate what follows): dream and
+# sleep 98% / 99% / 0 wrong (handbook 100 / 100 / 0).
 FLOORS: dict[str, tuple[float, float, int, int, int]] = {
     "notes": (0.97, 0.95, 0, 0, 0),
-    "dream": (0.93, 0.95, 1, 0, 0),
-    "sleep": (0.93, 0.95, 1, 0, 0),
+    "dream": (0.96, 0.97, 0, 0, 0),
+    "sleep": (0.96, 0.97, 0, 0, 0),
 }
 
 #: the held-out project (tests/fixtures/eval/relay, written after the engines were tuned on the

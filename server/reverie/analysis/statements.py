@@ -398,7 +398,8 @@ def avoided(text: str) -> list[str]:
 
 _FRAMING = re.compile(
     r"^(?:(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)"
-    r"\s*[:\-—!]\s*|(?:no|nope|wrong|actually|ok(?:ay)?|so|also|and|now)\b[,.!:]?\s*|"
+    r"\s*[:\-—!]\s*|(?:no(?!\s+(?:longer|more|need|matter|way|such|other|one)\b)|nope|wrong"
+    r"|actually|ok(?:ay)?|so|also|and|now)\b[,.!:]?\s*|"
     r"(?:from now on|going forward|in the future|from here on)\b[,]?\s*|please\s+)+",
     re.IGNORECASE,
 )
@@ -406,7 +407,8 @@ _FRAMING = re.compile(
 
 def plain_statement(text: str, capitalise: bool = True) -> str:
     """``text`` as a plain statement: chat framing dropped, first letter upper-case (unless
-    not ``capitalise``)."""
+    not ``capitalise``). A leading "no" is framing ("no, use pnpm") unless it negates what
+    follows ("no longer use gh-deploy" keeps its meaning)."""
     core = _FRAMING.sub("", text.strip()).strip()
     if not core:
         return text.strip()

@@ -155,3 +155,13 @@ def test_a_restatement_does_not_supersede(log: ClaudeLog) -> None:
     note, correction = log.analyse().rules
     assert note.superseded_by is None and correction.superseded_by is None
     assert note.avoid == ["npm", "yarn"]
+
+
+def test_a_negation_is_not_framing() -> None:
+    """"no" before a comma is chat framing; "no longer" / "no more" is the statement."""
+    from reverie.analysis.statements import plain_statement
+
+    assert plain_statement("no longer use mkdocs gh-deploy") == "No longer use mkdocs gh-deploy"
+    assert plain_statement("no more console.log in src") == "No more console.log in src"
+    assert plain_statement("No, use pnpm") == "Use pnpm"
+    assert plain_statement("nope: the flag is --json") == "The flag is --json"
