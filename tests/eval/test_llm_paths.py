@@ -21,9 +21,13 @@ from eval_llm import LlmResult, pooled, run_llm_all
 #        rule, formerly-form rule, never-keep rule; max long index lines; max noise lines kept)
 # Measured on main on 2026-12-01 (before issue 12's prompt work), all 5 projects (23 runs per
 # path; counts grow with the set); share of *facts* found.
+# 17:00, the lead: the dream brief carries the offline engine's candidate facts with their
+# session and date, the current memory files, and the rules (newer wins, "formerly ...",
+# never-keep); the REM request names each candidate's session and date and the same rules:
+# dream 96% / 83% / 100% / 100% / 100% / 100%, sleep 20% / 87% / 100% / 100% / 100% / 100%.
 LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
-    "dream": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0, 10),
-    "sleep": (0.2, 0.0, 1.0, 1.0, 0.0, 0.0, 0, 10),  # REM lines cut to 150 (fit_entry)
+    "dream": (0.9, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 10),
+    "sleep": (0.2, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 10),  # REM lines cut to 150 (fit_entry)
 }
 #: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)

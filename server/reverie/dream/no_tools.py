@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reverie.curation.brief import candidate_lines, candidates_section, rules_section
 from reverie.dream.offline import SessionSource
 from reverie.events import EventSink, JobEvent
 from reverie.llm.types import ChatMessage, ModelClient
@@ -49,7 +50,8 @@ class NoToolsOutcome:
     cost_usd: float | None = None
 
 
-def _memory_text(staged_dir: Path) -> str:
+def memory_text(staged_dir: Path) -> str:
+    """The memory files as a model's brief shows them, within ``MEMORY_BUDGET_CHARS``."""
     parts: list[str] = []
     used = 0
     for name in visible_files(staged_dir):
@@ -102,7 +104,9 @@ def build_brief(*, memory_dir: Path, staged_dir: Path, sessions: Sequence[Sessio
         "is new and worth keeping (how to build, test and run things; errors and their fixes; "
         "where things live; decisions and preferences the user stated); correct facts that "
         "changed; write absolute dates.",
-        "## Current memory\n\n" + _memory_text(staged_dir),
+        "## Current memory\n\n" + memory_text(staged_dir),
+        candidates_section(candidate_lines(sessions)),
+        rules_section(),
         "## Sessions since the last consolidation\n\n" + ("\n\n".join(rendered) or "(none)"),
     ]
     if log_lines:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from reverie.curation.brief import candidates_section, rules_section
 from reverie.dream.daily_log import DAILY_LOG_BATCH, LogScan
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_BYTES, MAX_INDEX_LINES
 
@@ -22,8 +23,12 @@ def build_brief(
     manual: bool,
     extra: str = "",
     daily_log: LogScan | None = None,
+    candidates: Sequence[str] | None = None,
+    index_text: str | None = None,  # the current memory files, rendered
 ) -> str:
-    """The user message of a dream run."""
+    """The user message of a dream run: the four phases, then the candidate facts Reverie
+    read in the sessions (with evidence), the rules every line follows, and the current
+    index."""
     session_lines = "\n".join(f"- {sid}: {path}" for sid, path in transcripts) or "- (none)"
     notes_lines = "\n".join(f"- {path}" for path in notes) or "- (none)"
     parts = [
@@ -68,6 +73,12 @@ line carries detail, move that detail into its topic file.
 When you are done, reply with two or three sentences on what you changed (or say that nothing \
 needed changing).""",
     ]
+    if candidates is not None:
+        parts.append(candidates_section(candidates))
+    parts.append(rules_section())
+    if index_text is not None:
+        parts.append("## Current memory (the index and topic files as they are now)\n\n"
+                     + (index_text.strip() or "(empty)"))
     if manual:
         parts.append("The user asked for this consolidation explicitly: do a real pass even if "
                      "only a little happened.")

@@ -496,9 +496,12 @@ class DreamRunner:
         prior = Usage()
         prior_turns = 0
         if choose_mode(redacting, self.settings) == "tools":
+            candidates, index_text = await asyncio.to_thread(_brief_inputs, paths, refs,
+                                                             staged.path)
             brief = build_brief(memory_dir=memory_dir,
                                 transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
-                                manual=request.manual, extra=extra, daily_log=scan)
+                                manual=request.manual, extra=extra, daily_log=scan,
+                                candidates=candidates, index_text=index_text)
             try:
                 loop = await run_tool_loop(
                     redacting, system=SYSTEM,
@@ -576,6 +579,17 @@ async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:
     except asyncio.CancelledError:
         await asyncio.wait([future])
         raise
+
+
+def _brief_inputs(paths: ProjectPaths, refs: list[SessionRef],
+                  staged_dir: Path) -> tuple[list[str], str | None]:
+    """The candidate facts of the sessions and the current memory, for a model's brief."""
+    from reverie.curation.brief import candidate_lines
+    from reverie.dream.no_tools import memory_text
+
+    candidates = candidate_lines(_sources(paths, refs))
+    current, _ = redact(memory_text(staged_dir))
+    return candidates, current
 
 
 def _sources(paths: ProjectPaths, refs: list[SessionRef]) -> list[SessionSource]:

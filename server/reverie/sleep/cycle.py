@@ -281,6 +281,7 @@ class SleepCycle:
                     client, review_date=review_date, max_entries=cap, memory=before,
                     journal=journal_text, candidates=deep.candidates,
                     max_tokens=self.settings.max_output_tokens,
+                    sources=deep.candidate_sessions(),
                 )
         except TimeoutError:
             raise RemError(f"the consolidation did not finish within the {budget:.0f} s budget "

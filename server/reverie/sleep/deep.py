@@ -56,6 +56,10 @@ class DeepResult:
         self.digests.append(digest)
         self.candidates.extend(digest.candidates)
 
+    def candidate_sessions(self) -> list[str]:
+        """The session each of ``candidates`` came from, in the same order (its evidence)."""
+        return [d.session_id for d in self.digests for _ in d.candidates]
+
 
 def read_notes(path: Path) -> str | None:
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date as Date
 
+from reverie.curation.brief import RULES
 from reverie.sleep.models import MemoryCandidate, MemoryEntry
 
 SUMMARY_SYSTEM = (
@@ -48,6 +49,10 @@ Consolidate the memory below with what was learned on {date}.
 - content: the fact itself, self-contained, with absolute dates. Never include secrets."""
 
 
+#: the rules every memory line follows, shared with the dream's brief
+MEMORY_RULES = "Rules for every entry:\n" + RULES
+
+
 def format_memory(entries: Sequence[MemoryEntry]) -> str:
     if not entries:
         return "(empty)"
@@ -61,10 +66,21 @@ def format_memory(entries: Sequence[MemoryEntry]) -> str:
     return "\n".join(blocks)
 
 
-def format_candidates(candidates: Sequence[MemoryCandidate]) -> str:
+def format_candidates(candidates: Sequence[MemoryCandidate],
+                      sources: Sequence[str] | None = None,
+                      review_date: Date | None = None) -> str:
+    """One line per candidate; with ``sources`` (the session each came from, same order) and
+    the review date, each carries its evidence."""
     if not candidates:
         return "(none)"
-    return "\n".join(f"- {c.key}: {' '.join(c.value.split())}" for c in candidates)
+    lines = []
+    for index, c in enumerate(candidates):
+        line = f"- {c.key}: {' '.join(c.value.split())}"
+        if sources is not None and index < len(sources):
+            when = f", {review_date.isoformat()}" if review_date else ""
+            line += f" [session {sources[index]}{when}]"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def summary_request_text(memory: Sequence[MemoryEntry], session_text: str) -> str:
@@ -80,10 +96,12 @@ def rem_request_text(
     memory: Sequence[MemoryEntry],
     journal: str,
     candidates: Sequence[MemoryCandidate],
+    sources: Sequence[str] | None = None,
 ) -> str:
     instructions = REM_INSTRUCTIONS.format(date=review_date.isoformat(), max_entries=max_entries)
     return (
-        f"{instructions}\n\n## Current memory ({len(memory)} entries)\n{format_memory(memory)}\n\n"
-        f"## Today's journal\n{journal.strip()}\n\n## New candidates\n"
-        f"{format_candidates(candidates)}"
+        f"{instructions}\n\n{MEMORY_RULES}\n\n"
+        f"## Current memory ({len(memory)} entries)\n{format_memory(memory)}\n\n"
+        f"## Today's journal\n{journal.strip()}\n\n## New candidates (with their evidence)\n"
+        f"{format_candidates(candidates, sources, review_date)}"
     )
