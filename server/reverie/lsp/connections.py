@@ -8,6 +8,7 @@ files); this module only adds what the server already knows (the folder's sessio
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any
 
 from reverie.lsp.protocol import ConnectedAgent, WorkspaceConnections
@@ -29,6 +30,7 @@ async def connect_agent(tracker: WorkspaceTracker, agent: str, scope: str,
 
     result = await asyncio.to_thread(connect, agent, tracker.folder, scope, tracker.settings,
                                      dry_run)
+    tracker.connections_cache = None
     return result.as_json()
 
 
@@ -39,6 +41,7 @@ async def disconnect_agent(tracker: WorkspaceTracker, agent: str,
 
     result = await asyncio.to_thread(disconnect, agent, tracker.folder, tracker.settings,
                                      dry_run)
+    tracker.connections_cache = None
     return result.as_json()
 
 
@@ -47,16 +50,30 @@ async def connections(tracker: WorkspaceTracker) -> dict[str, Any]:
     from reverie.agents.connection import connections as list_connections
 
     result = await asyncio.to_thread(list_connections, tracker.folder, tracker.settings, False)
+    tracker.connections_cache = (time.monotonic(), result)
     data = result.as_json()
     data["detected"] = _detected(tracker)
     return data
 
 
+#: how long ``status`` trusts the connections it last read (connect / disconnect through the
+#: server refresh them at once; an edit by hand or by the CLI shows within this time)
+SUMMARY_MAX_AGE_SECONDS = 30.0
+
+
 async def summary(tracker: WorkspaceTracker) -> WorkspaceConnections:
-    """The ``status`` entry of one folder."""
+    """The ``status`` entry of one folder: answered from the last read, which is at most
+    ``SUMMARY_MAX_AGE_SECONDS`` old, so a status call costs no thread hop or file read (status
+    is polled, and its latency while jobs run is a measured target)."""
     from reverie.agents.connection import connections as list_connections
 
-    result = await asyncio.to_thread(list_connections, tracker.folder, tracker.settings, False)
+    cached = tracker.connections_cache
+    if cached is not None and time.monotonic() - cached[0] < SUMMARY_MAX_AGE_SECONDS:
+        result = cached[1]
+    else:
+        result = await asyncio.to_thread(list_connections, tracker.folder, tracker.settings,
+                                         False)
+        tracker.connections_cache = (time.monotonic(), result)
     return WorkspaceConnections(
         workspace=str(tracker.folder),
         connected=[

@@ -62,6 +62,9 @@ class WorkspaceTracker:
         self._lock_snapshot: dict[str, Any] | None = None
         #: uris of memory files that currently carry diagnostics
         self.memory_uris: set[str] = set()
+        #: the folder's agent connections as last read (monotonic time, the core's result):
+        #: ``status`` answers from it instead of reading config files on every call
+        self.connections_cache: tuple[float, Any] | None = None
         #: what Reverie did about a lock a dead process left (shown on MEMORY.md)
         self.lock_recovery: str | None = None
         self.lock_recovery_pid: int | None = None
