@@ -26,8 +26,8 @@ from eval_llm import LlmResult, pooled, run_llm_all
 # never-keep); the REM request names each candidate's session and date and the same rules:
 # dream 96% / 83% / 100% / 100% / 100% / 100%, sleep 20% / 87% / 100% / 100% / 100% / 100%.
 LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
-    "dream": (0.9, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 10),
-    "sleep": (0.2, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 10),  # REM lines cut to 150 (fit_entry)
+    "dream": (0.9, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # model lines of never-keep classes dropped
+    "sleep": (0.2, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # REM lines cut to 150 (fit_entry)
 }
 #: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)

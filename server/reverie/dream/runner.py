@@ -605,7 +605,9 @@ def _sources(paths: ProjectPaths, refs: list[SessionRef]) -> list[SessionSource]
 
 
 def _normalise_new_text(staged: StagedMemory, refs: list[SessionRef]) -> None:
-    """Redact and make dates absolute in lines the run added (whoever wrote them)."""
+    """Redact and make dates absolute in lines the run added (whoever wrote them), and drop
+    added lines of the never-keep classes (``curation.noise``)."""
+    from reverie.curation.noise import noise_class
     from reverie.fsutil import atomic_write_text
 
     anchor = max((r.updated_at for r in refs), default=datetime.now(UTC))
@@ -627,6 +629,10 @@ def _normalise_new_text(staged: StagedMemory, refs: list[SessionRef]) -> None:
         for line in lines:
             if line in old_lines:
                 fixed.append(line)
+                continue
+            dropped = noise_class(line)
+            if dropped is not None:  # the never-keep classes hold for a model's lines too
+                logger.info("dream: dropped a %s line the run wrote to %s", dropped, name)
                 continue
             clean, _ = redact(normalise_dates(line, anchor))
             fixed.append(clean)

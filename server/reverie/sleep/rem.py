@@ -84,7 +84,30 @@ async def consolidate_with_model(
         checked = schema.model_validate(parsed.model_dump())
     except ValueError as exc:
         raise RemError(f"the consolidated memory is invalid: {exc}") from exc
-    return list(checked.entries)
+    return without_noise(checked.entries, memory)
+
+
+def without_noise(entries: Sequence[MemoryEntry],
+                  before: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """The model's entries minus new or changed ones of a never-keep class (``curation.noise``:
+    tool slips, wrappers, bare exploration commands). An existing entry the model rewrote into
+    noise keeps its previous version; entries it left unchanged stay."""
+    from reverie.curation.noise import noise_class
+
+    previous = {e.key: e for e in before}
+    kept = []
+    for entry in entries:
+        old = previous.get(entry.key)
+        if (old is None or old.content != entry.content) and any(
+                noise_class(line) for line in [entry.title, *entry.content.splitlines()]
+                if line.strip()):
+            logger.info("sleep: dropped the %r entry the model wrote (a never-keep class)",
+                        entry.key)
+            if old is not None:
+                kept.append(old)
+            continue
+        kept.append(entry)
+    return kept
 
 
 class RemOutcome(BaseModel):
