@@ -31,6 +31,7 @@ from reverie.sleep.journal import journal_path, render_journal, write_journal
 from reverie.sleep.light import default_review_date, select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
 from reverie.sleep.offline import consolidate_facts
+from reverie.sleep.prompts import REM_OVERRIDE_NAME, SUMMARY_OVERRIDE_NAME, load_instructions
 from reverie.sleep.rem import (
     RemError,
     RemOutcome,
@@ -205,6 +206,8 @@ class SleepCycle:
                     timeout=timeout, sleep=self._sleep, clock=self._monotonic,
                     max_tokens=self.settings.sleep_max_output_tokens,
                     sync_timeout=self.settings.sleep_budget_seconds,
+                    instructions=load_instructions(self.settings.config_dir,
+                                                   SUMMARY_OVERRIDE_NAME),
                 )
             report.summaries_ok = deep.ok
             report.summaries_failed = deep.failed
@@ -282,6 +285,7 @@ class SleepCycle:
                     journal=journal_text, candidates=deep.candidates,
                     max_tokens=self.settings.max_output_tokens,
                     sources=deep.candidate_sessions(),
+                    override=load_instructions(self.settings.config_dir, REM_OVERRIDE_NAME),
                 )
         except TimeoutError:
             raise RemError(f"the consolidation did not finish within the {budget:.0f} s budget "

@@ -134,6 +134,7 @@ async def deep_sleep_with_model(
     clock: Callable[[], float],
     max_tokens: int = SUMMARY_MAX_TOKENS,
     sync_timeout: float | None = None,
+    instructions: str | None = None,
 ) -> DeepResult:
     """One batch of structured summary requests; partial results kept, failures counted."""
     import asyncio
@@ -148,7 +149,7 @@ async def deep_sleep_with_model(
             continue
         custom_id = f"session-{index}"
         by_id[custom_id] = (item, transcript)
-        text = summary_request_text(memory, render_session(transcript, notes))
+        text = summary_request_text(memory, render_session(transcript, notes), instructions)
         requests.append(BatchRequest(
             custom_id=custom_id,
             messages=[ChatMessage(role="user", content=redact_text(text))],

@@ -6,11 +6,16 @@ not validate is counted (deep sleep) or changes nothing (REM).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import date as Date
+from pathlib import Path
 
 from reverie.curation.brief import RULES
+from reverie.session_memory.template import substitute
 from reverie.sleep.models import MemoryCandidate, MemoryEntry
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_SYSTEM = (
     "You are Reverie's night reviewer. You read one coding-agent session from the past day and "
@@ -83,10 +88,35 @@ def format_candidates(candidates: Sequence[MemoryCandidate],
     return "\n".join(lines)
 
 
-def summary_request_text(memory: Sequence[MemoryEntry], session_text: str) -> str:
+#: user overrides, as for the session memory prompt: ``<config dir>/sleep/summary.md`` and
+#: ``<config dir>/sleep/rem.md`` replace the instructions (the request's data sections stay);
+#: ``rem.md`` may use ``{{date}}`` and ``{{max_entries}}`` (or ``{{maxEntries}}``)
+OVERRIDE_DIR_NAME = "sleep"
+SUMMARY_OVERRIDE_NAME = "summary.md"
+REM_OVERRIDE_NAME = "rem.md"
+
+
+def load_instructions(config_dir: Path | None, name: str) -> str | None:
+    """The user's override of one sleep prompt's instructions, or None (not there, blank or
+    unreadable: the built-in one is used)."""
+    if config_dir is None:
+        return None
+    path = config_dir / OVERRIDE_DIR_NAME / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("cannot read %s (%s); using the built-in prompt", path, exc)
+        return None
+    return text if text.strip() else None
+
+
+def summary_request_text(memory: Sequence[MemoryEntry], session_text: str,
+                         instructions: str | None = None) -> str:
     return (
-        f"{SUMMARY_INSTRUCTIONS}\n\n## Current memory\n{format_memory(memory)}\n\n"
-        f"## Session\n{session_text}"
+        f"{instructions or SUMMARY_INSTRUCTIONS}\n\n## Current memory\n{format_memory(memory)}"
+        f"\n\n## Session\n{session_text}"
     )
 
 
@@ -97,8 +127,14 @@ def rem_request_text(
     journal: str,
     candidates: Sequence[MemoryCandidate],
     sources: Sequence[str] | None = None,
+    override: str | None = None,
 ) -> str:
-    instructions = REM_INSTRUCTIONS.format(date=review_date.isoformat(), max_entries=max_entries)
+    if override is not None:
+        instructions = substitute(override, {"date": review_date.isoformat(),
+                                             "max_entries": str(max_entries)})
+    else:
+        instructions = REM_INSTRUCTIONS.format(date=review_date.isoformat(),
+                                               max_entries=max_entries)
     return (
         f"{instructions}\n\n{MEMORY_RULES}\n\n"
         f"## Current memory ({len(memory)} entries)\n{format_memory(memory)}\n\n"

@@ -62,11 +62,12 @@ async def consolidate_with_model(
     candidates: Sequence[MemoryCandidate],
     max_tokens: int | None = None,
     sources: Sequence[str] | None = None,
+    override: str | None = None,
 ) -> list[MemoryEntry]:
     """One structured request; the validated entries, or ``RemError``. ``sources`` names the
     session each candidate came from (its evidence in the request)."""
     text = redact_text(rem_request_text(review_date, max_entries, memory, journal, candidates,
-                                        sources))
+                                        sources, override))
     schema = capped_model(max_entries)
     try:
         reply = await client.complete(

@@ -4,6 +4,7 @@ LLM server (real HTTP on 127.0.0.1) for both wire formats."""
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,28 @@ async def test_secrets_never_reach_the_model_or_the_journal(workspace) -> None:
     assert not any(secret in b for b in bodies)  # ... without the key
     assert secret not in report.journal_path.read_text()
     assert "Used key" in report.journal_path.read_text()
+
+
+async def test_sleep_prompts_can_be_overridden(workspace, tmp_path: Path) -> None:
+    """``<config dir>/sleep/summary.md`` and ``rem.md`` replace the built-in instructions
+    (the spec allows it); ``{{date}}`` / ``{{maxEntries}}`` are filled in the REM one."""
+    config = tmp_path / "config"
+    (config / "sleep").mkdir(parents=True)
+    (config / "sleep" / "summary.md").write_text("OUR OWN REVIEW RULES: summarise tersely.\n")
+    (config / "sleep" / "rem.md").write_text("OUR OWN REM RULES for {{date}}, at most "
+                                             "{{maxEntries}} entries.\n")
+
+    bodies: list[str] = []
+
+    def respond(request: FakeRequest) -> Step:
+        bodies.append(json.dumps(request.body))
+        return Step.json_reply(REM_REPLY) if is_rem(request) else summary_for(request)
+
+    with FakeLLMServer(fallback=respond) as server:
+        settings = settings_for("openai", server, config_dir=config)
+        report = await cycle(settings).run(workspace.root)
+    assert report.summaries_ok == 2 and report.run_id
+    assert any("OUR OWN REVIEW RULES" in b for b in bodies)
+    rem = [b for b in bodies if "OUR OWN REM RULES" in b]
+    assert rem and f"for {TODAY.isoformat()}, at most 50 entries" in rem[0]
+    assert not any("Review the session below and answer" in b for b in bodies)
