@@ -72,6 +72,32 @@ def _tool_input(rng: random.Random, name: str) -> dict[str, object]:
     return {"file_path": path}
 
 
+def _tool_result(rng: random.Random, session: str, parent: str, ts: float, call_id: str,
+                 output: str, failed: bool, structured: object) -> dict[str, object]:
+    """The user record carrying one tool's result, as Claude Code writes it."""
+    return _base(rng, session, parent, ts) | {
+        "type": "user",
+        "message": {"role": "user", "content": [
+            {"tool_use_id": call_id, "type": "tool_result",
+             "content": f"Exit code 1\n{output}" if failed else output,
+             "is_error": failed}]},
+        "toolUseResult": f"Error: Exit code 1\n{output}" if failed else structured,
+        "sourceToolAssistantUUID": parent,
+    }
+
+
+def _reply(rng: random.Random, session: str, parent: str | None, ts: float,
+           words: int) -> dict[str, object]:
+    """The assistant's closing text reply of a turn."""
+    return _base(rng, session, parent, ts) | {
+        "type": "assistant",
+        "message": {"model": "claude-opus-4-6", "id": f"msg_{rng.getrandbits(64):016x}",
+                    "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": _text(rng, words)}],
+                    "usage": {"input_tokens": 3, "output_tokens": 200}},
+    }
+
+
 def records(seed: int = 1) -> Iterator[dict[str, object]]:
     """An endless, realistic turn sequence (one user prompt, then 2-8 tool rounds, a reply)."""
     rng = random.Random(seed)
@@ -121,27 +147,13 @@ def records(seed: int = 1) -> Iterator[dict[str, object]]:
                 }
             failed = rng.random() < 0.08
             output = _text(rng, rng.randint(10, 600))
-            result = _base(rng, session, parent, ts + 1) | {
-                "type": "user",
-                "message": {"role": "user", "content": [
-                    {"tool_use_id": call_id, "type": "tool_result",
-                     "content": f"Exit code 1\n{output}" if failed else output,
-                     "is_error": failed}]},
-                "toolUseResult": (f"Error: Exit code 1\n{output}" if failed else
+            result = _tool_result(rng, session, parent, ts + 1, call_id, output, failed,
                                   {"stdout": output, "stderr": "", "interrupted": False,
-                                   "isImage": False}),
-                "sourceToolAssistantUUID": parent,
-            }
+                                   "isImage": False})
             parent = str(result["uuid"])
             yield result
         ts += 5
-        reply = _base(rng, session, parent, ts) | {
-            "type": "assistant",
-            "message": {"model": "claude-opus-4-6", "id": f"msg_{rng.getrandbits(64):016x}",
-                        "type": "message", "role": "assistant",
-                        "content": [{"type": "text", "text": _text(rng, rng.randint(20, 200))}],
-                        "usage": {"input_tokens": 3, "output_tokens": 200}},
-        }
+        reply = _reply(rng, session, parent, ts, rng.randint(20, 200))
         parent = str(reply["uuid"])
         yield reply
         yield _base(rng, session, parent, ts) | {"type": "system", "subtype": "turn_duration",
@@ -227,25 +239,12 @@ def tool_heavy_records(seed: int = 1) -> Iterator[dict[str, object]]:
                                    f"{rng.choice(CODE)}" for _ in range(rng.randint(5, 40)))
                 structured = {"mode": "content", "numFiles": 7, "filenames": [],
                               "content": output, "numLines": 20}
-            result = _base(rng, session, parent, ts + 1) | {
-                "type": "user",
-                "message": {"role": "user", "content": [
-                    {"tool_use_id": call_id, "type": "tool_result",
-                     "content": f"Exit code 1\n{output}" if failed else output,
-                     "is_error": failed}]},
-                "toolUseResult": f"Error: Exit code 1\n{output}" if failed else structured,
-                "sourceToolAssistantUUID": parent,
-            }
+            result = _tool_result(rng, session, parent, ts + 1, call_id, output, failed,
+                                  structured)
             parent = str(result["uuid"])
             yield result
         ts += 5
-        reply = _base(rng, session, parent, ts) | {
-            "type": "assistant",
-            "message": {"model": "claude-opus-4-6", "id": f"msg_{rng.getrandbits(64):016x}",
-                        "type": "message", "role": "assistant",
-                        "content": [{"type": "text", "text": _text(rng, rng.randint(20, 120))}],
-                        "usage": {"input_tokens": 3, "output_tokens": 200}},
-        }
+        reply = _reply(rng, session, parent, ts, rng.randint(20, 120))
         parent = str(reply["uuid"])
         yield reply
 
