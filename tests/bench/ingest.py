@@ -72,6 +72,22 @@ def _tool_input(rng: random.Random, name: str) -> dict[str, object]:
     return {"file_path": path}
 
 
+def _split_response(rng: random.Random, session: str, parent: str | None, ts: float,
+                    msg_id: str, blocks: list[dict[str, object]],
+                    usage: dict[str, object]) -> Iterator[dict[str, object]]:
+    """One API response written over several lines sharing ``message.id``, one block each
+    (each line's parent is the line before it)."""
+    for block in blocks:
+        rec = _base(rng, session, parent, ts) | {
+            "type": "assistant", "requestId": f"req_{msg_id}",
+            "message": {"model": "claude-opus-4-6", "id": msg_id, "type": "message",
+                        "role": "assistant", "content": [block], "stop_reason": None,
+                        "usage": usage},
+        }
+        parent = str(rec["uuid"])
+        yield rec
+
+
 def _tool_result(rng: random.Random, session: str, parent: str, ts: float, call_id: str,
                  output: str, failed: bool, structured: object) -> dict[str, object]:
     """The user record carrying one tool's result, as Claude Code writes it."""
@@ -130,13 +146,7 @@ def records(seed: int = 1) -> Iterator[dict[str, object]]:
             call_id = f"toolu_{rng.getrandbits(64):016x}"
             blocks.append({"type": "tool_use", "id": call_id, "name": name,
                            "input": _tool_input(rng, name)})
-            for block in blocks:  # one API response split over several lines
-                rec = _base(rng, session, parent, ts) | {
-                    "type": "assistant", "requestId": f"req_{msg_id}",
-                    "message": {"model": "claude-opus-4-6", "id": msg_id, "type": "message",
-                                "role": "assistant", "content": [block], "stop_reason": None,
-                                "usage": usage},
-                }
+            for rec in _split_response(rng, session, parent, ts, msg_id, blocks, usage):
                 parent = str(rec["uuid"])
                 yield rec
             for _ in range(rng.randint(0, 3)):
@@ -200,13 +210,7 @@ def tool_heavy_records(seed: int = 1) -> Iterator[dict[str, object]]:
                 blocks.append({"type": "text", "text": _text(rng, rng.randint(5, 30))})
             blocks.append({"type": "tool_use", "id": call_id, "name": name,
                            "input": _tool_input(rng, name)})
-            for block in blocks:
-                rec = _base(rng, session, parent, ts) | {
-                    "type": "assistant", "requestId": f"req_{msg_id}",
-                    "message": {"model": "claude-opus-4-6", "id": msg_id, "type": "message",
-                                "role": "assistant", "content": [block], "stop_reason": None,
-                                "usage": usage},
-                }
+            for rec in _split_response(rng, session, parent, ts, msg_id, blocks, usage):
                 parent = str(rec["uuid"])
                 yield rec
             failed = name == "Bash" and rng.random() < 0.15

@@ -14,12 +14,12 @@ slow one run down), the best time of each size kept.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from reverie.testing.scripts import load_script
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
 MAX_EXPONENT = 1.3
@@ -28,12 +28,7 @@ MAX_RSS_SLOPE = {"notes": 2.0, "dream": 0.5, "sleep": 0.5}
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reverie_bench_scale", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "reverie_bench_scale")
 
 
 @pytest.fixture(scope="module")

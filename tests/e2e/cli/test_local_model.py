@@ -8,12 +8,12 @@ notes and memory must be valid, and untouched whenever nothing was applied."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
+
+from reverie.testing.scripts import load_script
 
 pytestmark = pytest.mark.e2e
 
@@ -23,12 +23,7 @@ MODEL = os.environ.get("REVERIE_LOCAL_MODEL")
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_local_model", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "bench_local_model")
 
 
 @pytest.mark.skipif(not (SERVER and MODEL and Path(SERVER).is_file() and Path(MODEL).is_file()),

@@ -9,10 +9,8 @@ worker). Killing the dream worker in the middle of an offline dream leaves memor
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +20,7 @@ import psutil
 
 from reverie.config import ProjectPaths, Settings
 from reverie.session_memory.template import default_template
+from reverie.testing.scripts import load_script
 
 from .agents import claude_session_path
 
@@ -39,12 +38,7 @@ def hand_notes() -> str:
 
 
 def _scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reverie_bench_scale", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "reverie_bench_scale")
 
 
 def big_session(agent_home: Path, workspace: Path, megabytes: float) -> Path:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+from reverie.testing.scripts import load_script
 from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.stats import transcript_stats
 from reverie.transcripts.tokens import usage_totals
@@ -15,12 +14,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "ingest.py"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reverie_bench_ingest", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "reverie_bench_ingest")
 
 
 def test_generator_makes_a_realistic_claude_transcript(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +9,14 @@ from types import ModuleType
 
 import orjson
 
+from reverie.testing.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures" / "transcripts"
 
 
 def _corpus() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("corpus", ROOT / "tests" / "bench" / "corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["corpus"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "tests" / "bench" / "corpus.py", "corpus")
 
 
 def test_the_fixtures_parse_with_no_crash_and_live_reading_agrees(tmp_path: Path) -> None:
