@@ -3,9 +3,10 @@
 # from npm, the Python Playwright driver) and builds the extension's .vsix.
 #
 # Idempotent: on a warm machine every install step is a cheap check, and only `npm run package`
-# (lint, type-check, bundle, vendor the server, vsce) runs again, and vendoring is skipped when
-# the server sources did not change. Each workaround needed offline (ripgrep from Debian instead
-# of GitHub, no npx prompt, native builds as root) is explained where it is applied.
+# (lint, type-check, bundle, vendor the server from its hashed lock, vsce) runs again, and
+# vendoring is skipped when the server sources and the lock did not change. Each workaround needed
+# offline (ripgrep from Debian instead of GitHub, no npx prompt, native builds as root) is
+# explained where it is applied.
 #
 # Environment:
 #   REVERIE_EDITORS_CACHE  where code-server lives (default: .ci-cache/editors in the repo)

@@ -197,30 +197,65 @@ def _pypi_reachable() -> bool:
     return True
 
 
+# A target other than this machine's, what its compiled wheels' tags end with, and the file name
+# of pydantic-core's extension module there
+FOREIGN = {
+    "win32-x64": ("win_amd64", "*.cp312-win_amd64.pyd"),
+    "linux-arm64": ("aarch64", "*.cpython-312-aarch64-linux-gnu.so"),
+}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_vendoring_a_foreign_target_from_the_lock(tmp_path: Path) -> None:
-    """win32-x64 (not this machine's target on Linux or macOS) for one Python version: every
-    locked package lands, compiled ones built for Windows, checked by the script itself too."""
+    """Another platform's build (win32-x64; linux-arm64 on Windows) for one Python version: every
+    locked package lands, compiled ones built for that platform, checked by the script too."""
     if not _pypi_reachable():
         pytest.skip("PyPI is not reachable")
+    target = "linux-arm64" if sys.platform == "win32" else "win32-x64"
+    platform_tag, extension = FOREIGN[target]
     bundle = tmp_path / "bundled"
     result = subprocess.run(
         ["node", str(VENDOR)], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "REVERIE_BUNDLE_DIR": str(bundle), "REVERIE_VSIX_TARGET": "win32-x64",
+        env={**os.environ, "REVERIE_BUNDLE_DIR": str(bundle), "REVERIE_VSIX_TARGET": target,
              "REVERIE_BUNDLE_PYTHON": sys.executable, "REVERIE_BUNDLE_PYTHON_VERSIONS": "3.12"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     libs = bundle / "libs"
     manifest = json.loads((libs / "MANIFEST.json").read_text(encoding="utf-8"))
-    assert manifest["target"] == "win32-x64" and manifest["pythonTags"] == ["cp312"]
+    assert manifest["target"] == target and manifest["pythonTags"] == ["cp312"]
     locked = {pin.spec for pin in server_lock.read_lock(LOCK)}
     bundled = set(manifest["pure"]) | set(manifest["compiled"]) | set(manifest["optional"])
     assert bundled == locked
-    assert list((libs / "cp312" / "pydantic_core").glob("*.cp312-win_amd64.pyd"))
+    assert list((libs / "cp312" / "pydantic_core").glob(extension))
     tags = [line for wheel in libs.rglob("*.dist-info/WHEEL")
             for line in wheel.read_text(encoding="utf-8").splitlines() if line.startswith("Tag:")]
-    assert tags and all(t.endswith(("win_amd64", "-none-any")) for t in tags), tags
-    assert not list(libs.rglob("*.so")) and not (libs / "py" / "reverie" / "testing").exists()
+    assert tags and all(t.endswith((platform_tag, "-none-any")) for t in tags), tags
+    assert not (libs / "py" / "reverie" / "testing").exists()
     assert server_lock.verify(libs, server_lock.read_lock(LOCK), {"google-re2"},
-                              server_lock.target("win32-x64"), ["3.12"]) == []
+                              server_lock.target(target), ["3.12"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_wheel_whose_hash_the_lock_does_not_name_stops_the_build(tmp_path: Path) -> None:
+    """pip runs in hash-checking mode: a locked version whose files hash to something else is
+    never installed, and with it missing nothing is bundled."""
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable")
+    text = LOCK.read_text(encoding="utf-8")
+    block = re.search(r"^orjson==.*?(?=^\S)", text, flags=re.S | re.M)
+    assert block is not None
+    forged = re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + _fake_hash("f"), block.group(0))
+    lock = tmp_path / "forged.txt"
+    lock.write_text(text.replace(block.group(0), forged), encoding="utf-8")
+    bundle = tmp_path / "bundled"
+    result = subprocess.run(
+        ["node", str(VENDOR)], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "REVERIE_BUNDLE_DIR": str(bundle), "REVERIE_VSIX_TARGET": "win32-x64",
+             "REVERIE_BUNDLE_PYTHON": sys.executable, "REVERIE_BUNDLE_PYTHON_VERSIONS": "3.12",
+             "REVERIE_BUNDLE_LOCK": str(lock)},
+    )
+    assert result.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in result.stderr and "orjson" in result.stderr
+    assert not (bundle / "libs" / "MANIFEST.json").exists()

@@ -146,7 +146,8 @@ for (const version of pythonVersions) {
 if (!bundled.length) {
   throw new Error(`vendor: no CPython version could be bundled for ${target}`);
 }
-if (target === host && !bundled.includes(`${major}.${minor}`)) {
+const buildingVersion = `${major}.${minor}`;
+if (target === host && pythonVersions.includes(buildingVersion) && !bundled.includes(buildingVersion)) {
   throw new Error(`could not bundle the compiled dependencies for the building Python ${major}.${minor}`);
 }
 const fallbackPins = [...new Map(bundled.flatMap((v) => plan.versions[v].required)
@@ -254,9 +255,9 @@ fs.rmSync(work, { recursive: true, force: true });
 // 5. Check the tree against the lock: per bundled version, every pin the lock selects for the
 //    target is there at its version, nothing else is, each wheel's tag runs on the target.
 lockTool('verify', bundled, ['--libs', libs]);
-// 6. Smoke test (this machine's target only): the bundled server imports with the building
-//    interpreter.
-if (target === host) {
+// 6. Smoke test (this machine's target, when the building Python's version is bundled): the
+//    bundled server imports with the building interpreter.
+if (target === host && bundled.includes(buildingVersion)) {
   execFileSync(python, ['-I', '-B', '-c', 'import sys; sys.path[:0] = sys.argv[1:]; import reverie.cli, pydantic_core, orjson, watchfiles, pygls, psutil, yaml',
     path.join(libs, `cp${major}${minor}`), shared, path.join(libs, 'py')], { stdio: 'inherit' });
 }
