@@ -44,7 +44,9 @@ export function packageVsix(target, { defaultName = false } = {}) {
   if (!fs.existsSync(manifestPath)) {
     throw new Error('bundled/libs is empty: vendor the server first (npm run vendor)');
   }
-  const vendored = JSON.parse(fs.readFileSync(manifestPath, 'utf-8')).target;
+  const manifestText = fs.readFileSync(manifestPath, 'utf-8');
+  const manifest = JSON.parse(manifestText);
+  const vendored = manifest.target;
   if (!universal && vendored !== target) {
     throw new Error(`bundled/libs holds the server for ${vendored}, not ${target}: REVERIE_VSIX_TARGET=${target} npm run vendor`);
   }
@@ -60,6 +62,10 @@ export function packageVsix(target, { defaultName = false } = {}) {
     }
     fs.writeFileSync(ignoreFile, rules);
     args.push('--ignoreFile', path.basename(ignoreFile));
+    // the shipped manifest describes what ships: no compiled folders (restored below)
+    fs.writeFileSync(manifestPath, JSON.stringify({
+      ...manifest, target: 'universal', platform: 'universal', pureFrom: vendored, pythonTags: [], pythonVersionsSkipped: [], shared: [], optional: {}, optionalSkipped: {},
+    }, null, 2) + '\n');
   } else {
     args.push('--target', target);
   }
@@ -68,6 +74,7 @@ export function packageVsix(target, { defaultName = false } = {}) {
   } finally {
     if (ignoreFile) {
       fs.rmSync(ignoreFile, { force: true });
+      fs.writeFileSync(manifestPath, manifestText);
     }
   }
   const file = path.join(client, out);
