@@ -46,7 +46,8 @@ json_values = st.recursive(
 
 
 def _nonblank(data: bytes) -> int:
-    return sum(1 for line in data.split(b"\n") if line.strip())
+    """Lines with content; a leading byte-order mark is not content (a BOM-only file is empty)."""
+    return sum(1 for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip())
 
 
 def _read(path: Path, agent: AgentName) -> tuple[int, ParseStats]:
