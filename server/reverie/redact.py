@@ -20,7 +20,12 @@ How it stays fast and linear:
 - a token pattern checks that its literal starts a run of token characters (a look-behind
   placed *after* the literal, which keeps the prefix search), and scans the run with a
   possessive, bounded quantifier. Runs scanned from different starts are then disjoint, so
-  ``eyJeyJeyJ...`` or ``sk-sk-sk-...`` cost one pass, not one pass per occurrence.
+  ``eyJeyJeyJ...`` or ``sk-sk-sk-...`` cost one pass, not one pass per occurrence;
+- a rule scans a text only when one of its literals is in it: one pass finds which are
+  (``_HitScan``, or RE2's literal set when installed), and most texts hold none. Rules whose
+  literals are words code is full of (``token``, ``api_key``) scan longer texts directly;
+- a long text is redacted in blocks of whole lines (no match spans a line, except those of the
+  two multi-line rules, which scan the whole text first), so each block runs only its own rules.
 
 Replacements look like ``[REDACTED:kind]``; no rule matches a replacement (values may not start
 with ``[``), so ``redact(redact(x)[0]) == (redact(x)[0], 0)``.
@@ -32,9 +37,8 @@ import importlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress
 from typing import Any
 
 __all__ = ["kinds", "redact", "redact_value", "redaction_marker"]
@@ -58,10 +62,15 @@ class _Rule:
     pattern: re.Pattern[str]
     #: Returns the replacement, or ``None`` to leave the match alone (not a secret after all).
     replace: Replace
-    #: literals one of which every text the rule matches contains: see ``_Trigger``
+    #: literals one of which every text the rule matches contains: see ``_HitScan``
     needles: tuple[str, ...]
     #: other kinds the rule reports (``sk-ant-`` under the ``sk-`` scan)
     also: tuple[str, ...] = ()
+    #: its matches can span lines (a PEM block, ``<private>...</private>``): see ``_redact``
+    multiline: bool = False
+    #: its literal is a word code is full of (``token``, ``api_key``): in a longer text it is
+    #: nearly always there, so the rule scans the text without being looked for first
+    common: bool = False
 
 
 def _whole(kind: str) -> Replace:
@@ -311,7 +320,8 @@ def _keyword_assignment(kind: str) -> Replace:
             # after a command-line flag (``--token=Abcdef``): ``password: str``, ``apiKey:
             # 'ollama'`` and ``{"password": password}`` are code
             text = match.string
-            # the match starts one letter into the keyword (``assword``): the name is before
+            # the match starts inside the name (``assword``, the ``ey`` of ``api_key``): the
+            # rest of the name is before it
             name_from = _name_start(text, match.start() - 1, _ANY_NAME_BEFORE)
             flag = text.startswith("-", name_from)
             if not flag and not (quote and kind == "password"):
@@ -333,7 +343,38 @@ def _keyword(kind: str, first: str, head: str, rest: str = "",
         + _NAME_QUOTE + r"[ \t]*+(?::=|=>|[=:])[ \t]*+)"
         + _VALUE
     )
-    return _Rule(kind, pattern, _keyword_assignment(kind), needles or (head,))
+    return _Rule(kind, pattern, _keyword_assignment(kind), needles or (head,), common=True)
+
+
+def _named_keys(names: tuple[tuple[str, str, str], ...]) -> _Rule:
+    """``api_key``, ``access_key``, ``private_key`` (``apiKey``, ``api-key``...) in one scan.
+
+    Code is full of these names, so each would scan nearly every text; one scan starts at the
+    ``ey`` they end in and tells them apart by looking back (one look-behind per spelling,
+    each of fixed width), then goes on like ``_keyword``. ``names``: (kind, class of the first
+    letter, the rest of the word before the separator)."""
+    spellings: list[str] = []
+    kinds: dict[str, str] = {}
+    for index, (kind, first, head) in enumerate(names):
+        for variant, separator in enumerate(("", "[_-]")):
+            group = f"k{index}{variant}"
+            spellings.append(f"(?<={first}{re.escape(head)}{separator}[Kk]ey)(?P<{group}>)")
+            kinds[group] = kind
+    pattern = re.compile(
+        r"(?P<prefix>ey(?:" + "|".join(spellings) + ")"
+        r"(?:[_.-][A-Za-z0-9]{1,16}+|[A-Z][a-z0-9]{0,16}+){0,3}+"
+        + _NAME_QUOTE + r"[ \t]*+(?::=|=>|[=:])[ \t]*+)"
+        + _VALUE
+    )
+    replacers = {group: _keyword_assignment(kind) for group, kind in kinds.items()}
+
+    def replace(match: re.Match[str]) -> str | None:
+        group = next(g for g in replacers if match.group(g) is not None)
+        return replacers[group](match)
+
+    needles = tuple(needle for _, _, head in names for needle in _key_needles(head))
+    ordered = list(dict.fromkeys(kind for kind, _, _ in names))
+    return _Rule(ordered[0], pattern, replace, needles, tuple(ordered[1:]), common=True)
 
 
 # --- credentials inside a command line or URL ---------------------------------------------------
@@ -391,6 +432,7 @@ _RULES: tuple[_Rule, ...] = _build((
                    re.DOTALL),
         _whole("private"),
         ("<private>", "<Private>", "<PRIVATE>"),
+        multiline=True,
     ),
     # PEM private keys. A bare BEGIN line without a key body (code that looks for the header)
     # is left alone. The body never crosses another ``-----`` run, so a missing END or a run
@@ -404,7 +446,8 @@ _RULES: tuple[_Rule, ...] = _build((
             r"|(?:\\n|\s)*+[A-Za-z0-9+/=]{40,}+(?:(?:\\n|\s)++[A-Za-z0-9+/=]{4,}+){0,400}+)"
         ),
         _whole("private_key"),
-        ("-----BEGIN ",)
+        ("-----BEGIN ",),
+        multiline=True,
     ),
     # Authorization headers with a literal credential (``Bearer $TOKEN`` is a variable: kept).
     _authorization_rule("uthorization", "[Aa]"),
@@ -507,7 +550,8 @@ _RULES: tuple[_Rule, ...] = _build((
             r"(?P<secret>[^\s/\"'`<>\\]{1,256})@(?=[^\s@/\"'`<>\\]{0,253}+(?:[/?#\s\"'`<>\\]|$))"
         ),
         _url_password,
-        ("://",)
+        # looked for by its ``@``: rarer in transcripts than ``://``, and every match has one
+        ("@",)
     ),
     # curl -u user:password / --user user:password
     _Rule(
@@ -537,9 +581,8 @@ _RULES: tuple[_Rule, ...] = _build((
     _keyword("password", "[Pp]", "ass", "(?:word|wd)", ("assword", "asswd")),
     _keyword("secret", "[Ss]", "ecret"),
     _keyword("token", "[Tt]", "oken"),
-    _keyword("api_key", "[Aa]", "pi", r"[_-]?[Kk]ey", _key_needles("pi")),
-    _keyword("access_key", "[Aa]", "ccess", r"[_-]?[Kk]ey", _key_needles("ccess")),
-    _keyword("private_key", "[Pp]", "rivate", r"[_-]?[Kk]ey", _key_needles("rivate")),
+    _named_keys((("api_key", "[Aa]", "pi"), ("access_key", "[Aa]", "ccess"),
+                 ("private_key", "[Pp]", "rivate"))),
     _keyword("credential", "[Cc]", "redential", "s?"),
 ))
 
@@ -552,11 +595,10 @@ def kinds() -> list[str]:
 class _Re2Trigger:
     """Which rules can match a text, in one pass: an RE2 set of every rule's literals.
 
-    Python's ``re`` needs one pass per literal (or an alternation it tries at every position);
-    RE2's set runs all of them as one automaton over the UTF-8 bytes, about ten times faster
-    than the passes it replaces. Only the rules whose literals are present then scan the text.
-    Optional (``pip install 'reverie[fast]'``): without ``google-re2`` the checks below run in
-    Python with the same results."""
+    RE2's set runs all literals as one automaton over the UTF-8 bytes, several times faster
+    than ``_HitScan`` on texts past a few hundred characters (below that, the call costs more
+    than it saves). Optional (``pip install 'reverie[fast]'``): without ``google-re2`` the
+    literal scan in Python chooses the same rules or more, so the results are the same."""
 
     def __init__(self, module: Any, needles: tuple[str, ...]) -> None:
         options = module.Options()
@@ -579,11 +621,136 @@ _OWNERS = tuple(
     tuple(index for index, rule in enumerate(_RULES) if needle in rule.needles)
     for needle in _NEEDLES
 )
-#: Without RE2, up to this length a text is checked for each literal with ``in`` (about 20 ns
-#: each on a short text) and only rules with a literal present scan it. A longer text goes
-#: straight to the patterns: over a long text lacking the literal, ``in`` costs as much as the
-#: pattern's own prefix search, so the check would only add to the scans.
-_NEEDLE_CHECK_MAX = 256
+
+#: How often each character of a literal occurs in real transcripts, per 10,000 characters
+#: (measured on tests/fixtures/transcripts; characters not listed are rarer than ``~``).
+_CHAR_FREQUENCY = {
+    " ": 1583, "e": 709, "t": 489, "s": 469, "o": 408, "i": 388, "n": 379, "r": 376, "a": 350,
+    "d": 263, "c": 255, "l": 236, "-": 191, "p": 184, "m": 174, "u": 160, "/": 132, ".": 123,
+    "f": 123, "g": 116, ":": 108, "h": 105, "1": 101, "b": 89, "_": 86, "0": 85, "2": 84,
+    "v": 72, "4": 70, "3": 65, "5": 65, "y": 64, "=": 60, "6": 59, "x": 57, "w": 57, "9": 55,
+    "k": 54, "8": 44, ">": 39, "C": 35, "S": 34, "E": 28, "T": 28, "A": 27, "U": 26, "<": 26,
+    "P": 25, "I": 23, "R": 21, "L": 21, "O": 21, "D": 20, "M": 19, "N": 18, "F": 13, "B": 12,
+    "H": 12, "Z": 12, "V": 11, "q": 10, "W": 10, "G": 10, "z": 10, "Y": 9, "K": 8, "J": 8,
+    "X": 6, "~": 2,
+}
+
+
+def _anchor_characters(needles: tuple[str, ...]) -> frozenset[str]:
+    """Few, rare characters such that every literal holds one (a weighted set cover, greedy,
+    then pruned): the scan below stops only at these."""
+    def weight(char: str) -> int:
+        return _CHAR_FREQUENCY.get(char, 1)
+
+    uncovered = set(needles)
+    chosen: list[str] = []
+    while uncovered:
+        best = min(
+            sorted({c for needle in uncovered for c in needle}),
+            key=lambda c: weight(c) / sum(1 for needle in uncovered if c in needle),
+        )
+        chosen.append(best)
+        uncovered = {needle for needle in uncovered if best not in needle}
+    for char in sorted(chosen, key=weight, reverse=True):
+        rest = [c for c in chosen if c != char]
+        if all(any(c in needle for c in rest) for needle in needles):
+            chosen = rest
+    return frozenset(chosen)
+
+
+class _HitScan:
+    """Which rules can match a text, in one ``re`` pass: the pure-Python stand-in for RE2's set.
+
+    Python's ``re`` has no multi-literal search, and an alternation of the literals stops at
+    nearly every letter. So each literal is found through its rarest character (``oken`` at
+    its ``k``, checked backwards with a look-behind): the scan skips through the text in C and
+    stops only where one of a dozen rare characters stands. ``findall`` returns each hit as
+    text from that character on, which names the literal (or the few sharing that text).
+
+    ``findall`` resumes after a hit, so a literal overlapping one already found can go
+    unreported; each hit therefore also stands for every literal that could overlap it. A rule
+    run for nothing costs one scan; a rule skipped wrongly would leak, so the mapping only
+    ever errs towards running more rules. Rules in ``always`` are reported for every text."""
+
+    def __init__(self, rules: tuple[_Rule, ...], always: frozenset[int] = frozenset()) -> None:
+        needles = tuple(dict.fromkeys(
+            needle for index, rule in enumerate(rules) if index not in always
+            for needle in rule.needles
+        ))
+        owners = [
+            {index for index, rule in enumerate(rules) if needle in rule.needles} - always
+            for needle in needles
+        ]
+        anchors = _anchor_characters(needles)
+        at = {
+            needle: min((i for i, c in enumerate(needle) if c in anchors),
+                        key=lambda i: (_CHAR_FREQUENCY.get(needle[i], 1), i))
+            for needle in needles
+        }
+        by_anchor: dict[str, list[str]] = {}
+        for needle in needles:
+            by_anchor.setdefault(needle[at[needle]], []).append(needle)
+        self._pattern = re.compile("|".join(
+            re.escape(anchor) + "(?:" + "|".join(
+                (f"(?<={re.escape(n[:at[n] + 1])})" if at[n] else "") + re.escape(n[at[n] + 1:])
+                for n in sorted(group, key=len, reverse=True)
+            ) + ")"
+            # the engine tries the groups in order at each stop: the commonest anchor first
+            for anchor, group in sorted(
+                by_anchor.items(), key=lambda item: -_CHAR_FREQUENCY.get(item[0], 1)
+            )
+        ))
+        covered: dict[str, set[int]] = {}
+        for needle in needles:
+            found = covered.setdefault(needle[at[needle]:], set(always))
+            for other, other_owners in zip(needles, owners, strict=True):
+                if other == needle or _may_overlap(needle, at[needle], other, at[other]):
+                    found.update(other_owners)
+        self.anchors = anchors
+        self._all = rules
+        self._always = tuple(rules[index] for index in sorted(always))
+        self._indexes = {hit: frozenset(found) for hit, found in covered.items()}
+        self._rules = {
+            hit: tuple(rules[i] for i in sorted(found)) for hit, found in covered.items()
+        }
+
+    def rules(self, text: str) -> tuple[_Rule, ...]:
+        """The rules that can match ``text``, in rule order."""
+        hits = set(self._pattern.findall(text))
+        if not hits:
+            return self._always
+        if len(hits) == 1:
+            return self._rules[hits.pop()]
+        indexes = frozenset().union(*map(self._indexes.__getitem__, hits))
+        return tuple(self._all[index] for index in sorted(indexes))
+
+
+def _may_overlap(found: str, found_at: int, other: str, other_at: int) -> bool:
+    """Whether ``other`` can stand in the text with its anchor inside the hit of ``found``
+    (from ``found``'s anchor to its end), the characters they share agreeing."""
+    for start in range(found_at - other_at, len(found) - other_at):  # ``other``'s start
+        lo, hi = max(0, start), min(len(found), start + len(other))
+        if all(found[i] == other[i - start] for i in range(lo, hi)):
+            return True
+    return False
+
+
+#: Without RE2, a text up to this length is scanned once for every rule's literals and only
+#: the rules with one present run (most short texts run none). A longer text holds the common
+#: words (``token``, ``key``...) and often the common letters of some vendor prefixes (``gl``,
+#: ``dapi``) somewhere: those rules scan it directly, the literal scan looks for the rest.
+_SHORT_TEXT = 256
+#: a literal with no character rarer than this (per 10,000) is not worth looking for first
+_RARE_ENOUGH = 100
+
+
+def _direct_rules(rules: tuple[_Rule, ...]) -> frozenset[int]:
+    return frozenset(
+        index for index, rule in enumerate(rules)
+        if rule.common or any(
+            min(_CHAR_FREQUENCY.get(c, 1) for c in needle) > _RARE_ENOUGH for needle in rule.needles
+        )
+    )
 
 
 def _load_trigger() -> _Re2Trigger | None:
@@ -597,16 +764,17 @@ def _load_trigger() -> _Re2Trigger | None:
 
 
 _TRIGGER = _load_trigger()
+_SHORT_HITS = _HitScan(_RULES)
+_LONG_HITS = _HitScan(_RULES, always=_direct_rules(_RULES))
 
 
-def _rules_for(text: str, trigger: _Re2Trigger | None) -> Iterable[_Rule]:
+def _rules_for(text: str, trigger: _Re2Trigger | None) -> Sequence[_Rule]:
+    if len(text) <= _SHORT_TEXT:  # faster than a call into RE2 at this length
+        return _SHORT_HITS.rules(text)
     if trigger is not None:
         hits = trigger.present(text)
-    elif len(text) <= _NEEDLE_CHECK_MAX:
-        hits = list(compress(range(len(_NEEDLES)), map(text.__contains__, _NEEDLES)))
-    else:
-        return _RULES
-    return [_RULES[index] for index in sorted({i for hit in hits for i in _OWNERS[hit]})]
+        return [_RULES[index] for index in sorted({i for hit in hits for i in _OWNERS[hit]})]
+    return _LONG_HITS.rules(text)
 
 
 #: passes at most (the second one almost never finds anything, see ``redact``)
@@ -649,25 +817,54 @@ def _redact_marked_lines(text: str) -> tuple[str, int]:
     return "".join(parts), total
 
 
+#: A longer text is redacted in blocks of whole lines of about this size, each scanned only by
+#: the rules whose literals it holds (a long text holds nearly all of them somewhere). No match
+#: spans a line, except those of the multi-line rules, which scan the whole text first.
+_BLOCK = 16_384
+_MULTILINE_RULES = tuple(rule for rule in _RULES if rule.multiline)
+
+
 def _redact(text: str, trigger: _Re2Trigger | None) -> tuple[str, int]:
+    if len(text) <= _BLOCK:
+        rules = _rules_for(text, trigger)
+        return _apply(text, rules) if rules else (text, 0)
+    text, total = _apply(text, _MULTILINE_RULES)
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _BLOCK)
+        end = len(text) if end < 0 else end + 1
+        block = text[start:end]
+        cleaned, count = _apply(block, _rules_for(block, trigger), multiline=False)
+        pieces.append(cleaned)
+        total += count
+        start = end
+    return "".join(pieces), total
+
+
+def _apply(text: str, rules: Iterable[_Rule], *, multiline: bool = True) -> tuple[str, int]:
+    """``text`` through ``rules`` in order (``multiline=False``: without the multi-line ones)."""
     total = 0
-    for rule in _rules_for(text, trigger):
-        # a search without a callback is cheaper than ``sub`` when nothing matches (most texts)
+    for rule in rules:
+        if rule.multiline and not multiline:
+            continue
+        # a search is cheaper than ``sub`` when nothing matches (most texts); when something
+        # does, the matches are walked from there and the text rebuilt only if one is replaced
+        # (most matches are code, not secrets: ``password_min_length: 12``)
         first = rule.pattern.search(text)
         if first is None:
             continue
-        count = 0
-
-        def substitute(match: re.Match[str], rule: _Rule = rule) -> str:
-            nonlocal count
+        pieces: list[str] = []
+        done = 0
+        for match in rule.pattern.finditer(text, first.start()):
             replacement = rule.replace(match)
-            if replacement is None:
-                return match.group(0)
-            count += 1
-            return replacement
-
-        text = rule.pattern.sub(substitute, text)
-        total += count
+            if replacement is not None:
+                pieces += (text[done:match.start()], replacement)
+                done = match.end()
+        if pieces:
+            pieces.append(text[done:])
+            text = "".join(pieces)
+            total += len(pieces) // 2
     return text, total
 
 

@@ -196,7 +196,7 @@ def test_needles_never_change_the_result(pieces: list[str], rng: random.Random) 
     assert module._redact(text, None) == expected
     if module._TRIGGER is not None:
         assert module._redact(text, module._TRIGGER) == expected
-    padded = text + " " * module._NEEDLE_CHECK_MAX
+    padded = text + " " * module._SHORT_TEXT
     assert module._redact(padded, None) == _redact_every_rule(padded)
 
 
@@ -206,6 +206,73 @@ def test_idempotent_on_any_mix(pieces: list[str], rng: random.Random) -> None:
     text = "".join(p[: rng.randint(0, len(p))] if rng.random() < 0.3 else p for p in pieces)
     once, _ = redact(text)
     assert redact(once) == (once, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([*_PIECES, "\n", "\n\n"]), max_size=10),
+       st.integers(min_value=0, max_value=80))
+def test_blocks_of_lines_never_change_the_result(pieces: list[str], shift: int) -> None:
+    """A text longer than a block is redacted block by block: secrets, PEM blocks and an
+    unclosed <private> just before, across and after a block boundary, same result."""
+    body = "".join(pieces)
+    filler = "x = 1\n" * ((module._BLOCK - shift) // 6)
+    text = filler + body + "\n" + filler + body
+    assert len(text) > module._BLOCK
+    assert module._redact(text, None) == _redact_every_rule(text)
+    if module._TRIGGER is not None:
+        assert module._redact(text, module._TRIGGER) == _redact_every_rule(text)
+
+
+def _rules_found(scan: object, text: str) -> set[str]:
+    return {id(rule) for rule in scan.rules(text)}  # type: ignore[attr-defined]
+
+
+def test_the_literal_scan_reports_every_rule_whose_literal_is_present() -> None:
+    """Each literal alone, in a word, and overlapping every other literal (the scan resumes
+    after a hit, so an overlapping literal must be reported through the one found)."""
+    needles = module._NEEDLES
+    for scan in (module._SHORT_HITS, module._LONG_HITS):
+        for rule in module._RULES:
+            for needle in rule.needles:
+                texts = [needle, f"a{needle}b", f"{needle}\n{needle}"]
+                for other in needles:
+                    texts += [other + needle, needle + other]
+                    # every overlap where the two agree
+                    for cut in range(1, min(len(other), len(needle))):
+                        if other.endswith(needle[:cut]):
+                            texts.append(other + needle[cut:])
+                        if needle.endswith(other[:cut]):
+                            texts.append(needle + other[cut:])
+                for text in texts:
+                    assert id(rule) in _rules_found(scan, text), (needle, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(module._NEEDLES), min_size=1, max_size=6),
+       st.lists(st.integers(min_value=0, max_value=6), min_size=6, max_size=6))
+def test_the_literal_scan_misses_no_literal_in_any_mix(
+    needles: list[str], cuts: list[int]
+) -> None:
+    """Literals glued together with some characters cut off their ends: every literal still
+    whole in the text has its rules reported."""
+    text = "".join(
+        n[c % 2:len(n) - c // 2] if c else n for n, c in zip(needles, cuts, strict=False)
+    )
+    for scan in (module._SHORT_HITS, module._LONG_HITS):
+        found = _rules_found(scan, text)
+        for rule in module._RULES:
+            if any(needle in text for needle in rule.needles):
+                assert id(rule) in found, (rule.kind, text)
+
+
+def test_the_literal_scan_stops_only_at_rare_characters() -> None:
+    """What makes it fast: the characters it stops at are few and rare in transcripts."""
+    for scan in (module._SHORT_HITS, module._LONG_HITS):
+        stops = {c for c in scan.anchors}  # type: ignore[attr-defined]
+        share = sum(module._CHAR_FREQUENCY.get(c, 1) for c in stops) / 10_000
+        assert len(stops) <= 20 and share < 0.15, (sorted(stops), share)
+    assert not module._SHORT_HITS.rules("src/app/settings.py")
+    assert module._SHORT_HITS.rules("export OPENAI_API_KEY=sk-" + "a1" * 12)
 
 
 def test_the_re2_literal_set_is_used_when_installed() -> None:
