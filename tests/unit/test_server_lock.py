@@ -232,6 +232,13 @@ def test_vendoring_a_foreign_target_from_the_lock(tmp_path: Path) -> None:
             for line in wheel.read_text(encoding="utf-8").splitlines() if line.startswith("Tag:")]
     assert tags and all(t.endswith((platform_tag, "-none-any")) for t in tags), tags
     assert not (libs / "py" / "reverie" / "testing").exists()
+    # the server is the repository's own sources, not a build of them (no unpinned setuptools)
+    sources = ROOT / "server" / "reverie"
+    for source in sources.rglob("*.py"):
+        relative = source.relative_to(sources)
+        if relative.parts[0] != "testing" and "__pycache__" not in relative.parts:
+            assert (libs / "py" / "reverie" / relative).read_bytes() == source.read_bytes()
+    assert not list((libs / "py").glob("reverie-*.dist-info"))
     assert server_lock.verify(libs, server_lock.read_lock(LOCK), {"google-re2"},
                               server_lock.target(target), ["3.12"]) == []
 

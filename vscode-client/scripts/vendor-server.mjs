@@ -167,7 +167,13 @@ const purePins = [...common.map((w) => byName(bundled[0]).get(projectOf(w))), ..
 if (purePins.some((pin) => pin === undefined)) {
   throw new Error('vendor: a downloaded wheel matches no pin of the lock');
 }
-pip(['install', '--no-deps', '--no-compile', '--target', path.join(libs, 'py'), repo]);
+// The server itself is pure Python: its sources are copied as they are. Installing the project
+// with pip would build it in an isolated environment with whatever setuptools PyPI serves that
+// day, the one thing in the bundle no hash would cover.
+fs.cpSync(path.join(repo, 'server', 'reverie'), path.join(libs, 'py', 'reverie'), {
+  recursive: true,
+  filter: (source) => !/[\\/](__pycache__|testing)$/.test(source) && !source.endsWith('.pyc'),
+});
 pip(['install', ...HASHED, '--no-compile', '--no-index', '--find-links', wheels(tagOf(bundled[0])), '--find-links', wheels('any'),
   '--implementation', 'py', '--python-version', bundled[0], '--platform', 'any',
   '--target', path.join(libs, 'py'), '-r', requirements('pure', purePins)]);
