@@ -788,7 +788,13 @@ def redact(text: str) -> tuple[str, int]:
     replacement can complete a match that failed before (a token glued to a key that is now a
     marker). Repeating until a pass finds nothing makes ``redact`` idempotent by construction;
     a text without secrets (almost every text) takes one pass."""
-    text, total = _redact(text, _TRIGGER)
+    if len(text) <= _SHORT_TEXT:  # most calls: spare them the general path's calls
+        rules = _SHORT_HITS.rules(text)
+        if not rules:
+            return text, 0
+        text, total = _apply(text, rules)
+    else:
+        text, total = _redact(text, _TRIGGER)
     count = total
     for _ in range(_MAX_PASSES - 1):
         if not count:
@@ -846,7 +852,7 @@ def _apply(text: str, rules: Iterable[_Rule], *, multiline: bool = True) -> tupl
     """``text`` through ``rules`` in order (``multiline=False``: without the multi-line ones)."""
     total = 0
     for rule in rules:
-        if rule.multiline and not multiline:
+        if not multiline and rule.multiline:
             continue
         # a search is cheaper than ``sub`` when nothing matches (most texts); when something
         # does, the matches are walked from there and the text rebuilt only if one is replaced
