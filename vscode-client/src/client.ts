@@ -65,7 +65,7 @@ function compiledPins(libs: string): string[] {
 function compiledPackagesProblem(python: string, pure: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   const probe = 'import pydantic, pydantic_core, orjson, watchfiles, yaml, psutil';
   return new Promise((resolve) => {
-    execFile(python, ['-c', probe], { env: { ...env, PYTHONPATH: pure }, timeout: 20000, windowsHide: true }, (error, _stdout, stderr) => {
+    execFile(python, ['-P', '-c', probe], { env: { ...env, PYTHONPATH: pure }, timeout: 20000, windowsHide: true }, (error, _stdout, stderr) => {
       resolve(error ? (stderr.trim().split('\n').pop() ?? error.message) : undefined);
     });
   });
@@ -201,10 +201,13 @@ export class ReverieServer implements vscode.Disposable {
     const level = vscode.workspace.getConfiguration(SETTINGS_SECTION).get<string>('logLevel', 'info');
     const serverOptions: ServerOptions = {
       command: interpreter.executable,
-      args: ['-m', 'reverie', '--log-level', level, 'serve'],
+      // -P (Python 3.11+, checked by the probe): `-m` would otherwise put the working directory,
+      // the workspace folder, first on sys.path, so a repository's own `reverie/` (or `yaml.py`,
+      // `pydantic/`, ...) would run inside the server, even in Restricted Mode.
+      args: ['-P', '-m', 'reverie', '--log-level', level, 'serve'],
       options: { env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
     };
-    this.log.info(`Starting ${interpreter.executable} -m reverie serve (Python ${interpreter.version.join('.')}, from the ${interpreter.source})`);
+    this.log.info(`Starting ${interpreter.executable} -P -m reverie serve (Python ${interpreter.version.join('.')}, from the ${interpreter.source})`);
     const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions());
     this.client = client;
     this.clientEmitter.fire(client);

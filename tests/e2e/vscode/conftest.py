@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -70,6 +71,17 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
+def user_python() -> str:
+    """The user's ``reverie.server.python``: the base interpreter, as the bundled server needs no
+    reverie and no venv packages (REVERIE_E2E_PYTHON: another one, e.g. for a universal vsix)."""
+    return (
+        os.environ.get("REVERIE_E2E_PYTHON")
+        or getattr(sys, "_base_executable", None)
+        or shutil.which("python3")
+        or sys.executable
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -114,12 +126,17 @@ class CodeServer:
         return "\n".join(chunks)
 
 
-@pytest.fixture(scope="module")
-def code_server(
-    tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory
+@contextmanager
+def launched_code_server(
+    tools: Tools, editors: ModuleType, ws: Any, *, trust: bool = False
 ) -> Iterator[CodeServer]:
-    root = tmp_path_factory.mktemp("vscode")
-    ws = editors.make_agent_workspace(root)
+    """code-server on a free port with the .vsix installed, opening ``ws.workspace``.
+
+    ``trust=False`` (the main suite) switches Workspace Trust off, so every folder is trusted;
+    ``trust=True`` keeps it on as a user has it, so a folder nobody trusted yet opens with the
+    trust prompt and can be browsed in Restricted Mode.
+    """
+    root = ws.root
     user_data, extensions = root / "user-data", root / "extensions"
     (user_data / "User").mkdir(parents=True)
     scratch = editors.scratch_env(root)
@@ -146,16 +163,9 @@ def code_server(
     )
     assert install.returncode == 0, install.stdout + install.stderr
     assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
-    # The bundled server runs under the base interpreter: no reverie, no venv packages needed.
-    python = (
-        os.environ.get("REVERIE_E2E_PYTHON")
-        or getattr(sys, "_base_executable", None)
-        or shutil.which("python3")
-        or sys.executable
-    )
     settings = {
         "workbench.startupEditor": "none",
-        "security.workspace.trust.enabled": False,
+        "security.workspace.trust.enabled": trust,
         "update.mode": "none",
         "extensions.autoUpdate": False,
         "extensions.autoCheckUpdates": False,
@@ -164,9 +174,16 @@ def code_server(
         "workbench.enableExperiments": False,
         "git.enabled": False,
         "remote.autoForwardPorts": False,
-        "reverie.server.python": python,
+        "reverie.server.python": user_python(),
         "reverie.logLevel": "debug",
     }
+    if trust:
+        # the prompt on the first opening of an untrusted folder, and the banner while it stays
+        # untrusted, as VS Code ships them (the banner pinned, so it is in every screenshot)
+        settings |= {
+            "security.workspace.trust.startupPrompt": "once",
+            "security.workspace.trust.banner": "always",
+        }
     (user_data / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
     port = _free_port()
     log = root / "code-server.log"
@@ -180,7 +197,7 @@ def code_server(
                 "none",
                 "--disable-telemetry",
                 "--disable-update-check",
-                "--disable-workspace-trust",
+                *([] if trust else ["--disable-workspace-trust"]),
                 "--disable-getting-started-override",
                 *common,
                 str(ws.workspace),
@@ -210,12 +227,21 @@ def code_server(
 
 
 @pytest.fixture(scope="module")
-def page(
-    code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory
+def code_server(
+    tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CodeServer]:
+    ws = editors.make_agent_workspace(tmp_path_factory.mktemp("vscode"))
+    with launched_code_server(tools, editors, ws) as server:
+        yield server
+
+
+@contextmanager
+def opened_workbench(
+    code_server: CodeServer, tools: Tools, profile: Path
 ) -> Iterator[Any]:
+    """Chromium (fresh profile) showing the workbench of ``code_server``'s folder."""
     from playwright.sync_api import sync_playwright
 
-    profile = tmp_path_factory.mktemp("chromium-profile")
     # The Playwright driver and chromium write temp files and crash dumps: keep them in scratch.
     with pytest.MonkeyPatch.context() as mp:
         for key, value in code_server.scratch.items():
@@ -249,3 +275,44 @@ def page(
             context.close()
     finally:
         pw.stop()
+
+
+@pytest.fixture(scope="module")
+def page(
+    code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    with opened_workbench(code_server, tools, tmp_path_factory.mktemp("chromium-profile")) as pg:
+        yield pg
+
+
+@pytest.fixture(scope="session")
+def server_python() -> str:
+    """The interpreter the user's settings give the extension (``reverie.server.python``)."""
+    return user_python()
+
+
+@pytest.fixture(scope="module")
+def untrusted_workspace(editors: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A fresh folder (with an agent session) that nobody has trusted; a test module overrides
+    this fixture to put a hostile repository's files into it before code-server opens it."""
+    return editors.make_agent_workspace(
+        tmp_path_factory.mktemp("vscode-untrusted"), name="untrusted-repo"
+    )
+
+
+@pytest.fixture(scope="module")
+def trusting_code_server(
+    tools: Tools, editors: ModuleType, untrusted_workspace: Any
+) -> Iterator[CodeServer]:
+    """code-server with Workspace Trust on (as users have it), opening ``untrusted_workspace``."""
+    with launched_code_server(tools, editors, untrusted_workspace, trust=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def trusting_page(
+    trusting_code_server: CodeServer, tools: Tools, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    profile = tmp_path_factory.mktemp("chromium-profile-trust")
+    with opened_workbench(trusting_code_server, tools, profile) as pg:
+        yield pg

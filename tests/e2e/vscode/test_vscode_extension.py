@@ -11,7 +11,6 @@ reported once and "Restart" brings it back. The tests share one workbench and ru
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -22,74 +21,16 @@ from typing import Any
 import pytest
 
 from reverie.config import ProjectPaths, Settings
+from reverie.testing.scripts import load_script
 
 pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
 
-DOC_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "vscode"
-#: the screenshots docs/user-guide.md shows
-DOC_SHOTS = {
-    "01-status-bar",
-    "01b-lock-status",
-    "02-dream-now-input",
-    "03-memory-saved-notification",
-    "03b-show-diff",
-    "05-session-notes-folded",
-    "06-problems-panel",
-    "08-sidebar-history",
-    "08b-undo-confirmation",
-    "09-cancel-dream",
-    "10-missing-python-welcome",
-}
-
-
-def shot(page: Any, artifacts: Path, name: str) -> Path:
-    """Screenshot for the artefacts; also refreshes docs/images when REVERIE_UPDATE_DOC_IMAGES=1."""
-    path = artifacts / f"{name}.png"
-    page.screenshot(path=str(path))
-    if os.environ.get("REVERIE_UPDATE_DOC_IMAGES") and name in DOC_SHOTS:
-        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, DOC_IMAGES / path.name)
-    return path
-
-
-def run_command(page: Any, title: str, attempts: int = 3) -> None:
-    """Runs a command from the palette (F1): Enter once the row with that title is focused.
-
-    Retried, because a workbench that is still opening an editor can close the palette.
-    """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    for attempt in range(1, attempts + 1):
-        try:
-            page.keyboard.press("Escape")
-            page.keyboard.press("F1")
-            box = page.locator(".quick-input-widget input")
-            box.wait_for(state="visible", timeout=10_000)
-            box.fill(">" + title)
-            rows = page.locator(".quick-input-list .monaco-list-row").filter(has_text=title)
-            try:
-                rows.and_(page.locator(".focused")).first.wait_for(timeout=5_000)
-                page.keyboard.press("Enter")
-            except PlaywrightTimeout:  # another command ranks first: pick ours
-                rows.first.click(timeout=5_000)
-            return
-        except PlaywrightTimeout:
-            if attempt == attempts:
-                page.screenshot(path=str(ARTIFACTS / "palette-failure.png"))
-                raise
-
-
-def notification_centre(page: Any) -> Any:
-    run_command(page, "Notifications: Show Notifications")
-    centre = page.locator(".notifications-center")
-    centre.wait_for(state="visible")
-    return centre
-
-
-def failure_context(code_server: Any) -> str:
-    log = code_server.log.read_text(errors="replace")[-2000:]
-    return f"\n--- code-server.log\n{log}\n{code_server.exthost_logs()}"
+workbench = load_script(Path(__file__).with_name("workbench.py"), "reverie_e2e_vscode_workbench")
+shot = workbench.shot
+run_command = workbench.run_command
+notification_centre = workbench.notification_centre
+failure_context = workbench.failure_context
+memory_dir_of = workbench.memory_dir_of
 
 
 def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) -> None:
@@ -165,10 +106,7 @@ def test_dream_now_shows_memory_saved_notification(
     shot(page, artifacts, "03b-show-diff")
     run_command(page, "View: Close All Editors")
 
-    ws = code_server.workspace
-    memory = ProjectPaths(
-        Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
-    ).memory_dir
+    memory = memory_dir_of(code_server)
     assert (memory / "MEMORY.md").is_file(), f"the dream wrote no {memory / 'MEMORY.md'}"
 
 
@@ -225,10 +163,7 @@ def test_broken_memory_index_shows_in_problems_panel(
 ) -> None:
     from playwright.sync_api import expect
 
-    ws = code_server.workspace
-    memory = ProjectPaths(
-        Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
-    ).memory_dir
+    memory = memory_dir_of(code_server)
     memory.mkdir(parents=True, exist_ok=True)
     index = memory / "MEMORY.md"
     original = index.read_text() if index.exists() else ""
@@ -259,24 +194,10 @@ def test_broken_memory_index_shows_in_problems_panel(
 def test_server_crash_is_reported_once_and_restart_recovers(
     page: Any, code_server: Any, artifacts: Path
 ) -> None:
-    import psutil
     from playwright.sync_api import expect
 
     run_command(page, "Notifications: Clear All Notifications")
-
-    def is_our_server(proc: Any) -> bool:
-        try:
-            cmdline = proc.cmdline()
-            return os.getpgid(proc.pid) == code_server.pgid and cmdline[-4:] == [
-                "reverie",
-                "--log-level",
-                "debug",
-                "serve",
-            ]
-        except (psutil.Error, ProcessLookupError):
-            return False
-
-    servers = [p for p in psutil.process_iter() if is_our_server(p)]
+    servers = workbench.server_processes(code_server)
     assert len(servers) == 1, servers
     servers[0].kill()
 
@@ -292,12 +213,6 @@ def test_server_crash_is_reported_once_and_restart_recovers(
     crashed.first.locator(".monaco-button", has_text="Restart").click()
     expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
     expect(status).not_to_contain_text("stopped")
-
-
-def memory_dir_of(code_server: Any) -> Path:
-    ws = code_server.workspace
-    settings = Settings(data_dir=ws.data_dir, agent_home=ws.agent_home)
-    return ProjectPaths(settings, ws.workspace).memory_dir
 
 
 def test_sidebar_history_undo_of_a_chosen_run_and_redo(

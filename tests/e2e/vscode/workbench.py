@@ -1,0 +1,111 @@
+"""What the real-VS-Code tests do in the workbench: palette commands, the notification centre,
+screenshots (artefacts, and docs/images on request), failure context, and finding the language
+server the extension started. Loaded by each test module with ``load_script`` (the tests are not
+a package)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+DOC_IMAGES = REPO / "docs" / "images"
+ARTIFACTS = REPO / "tests" / "artifacts" / "vscode"
+#: the screenshots the docs show (docs/user-guide.md, docs/security.md)
+DOC_SHOTS = {
+    "01-status-bar",
+    "01b-lock-status",
+    "02-dream-now-input",
+    "03-memory-saved-notification",
+    "03b-show-diff",
+    "05-session-notes-folded",
+    "06-problems-panel",
+    "08-sidebar-history",
+    "08b-undo-confirmation",
+    "09-cancel-dream",
+    "10-missing-python-welcome",
+    "11-trust-prompt",
+    "11b-restricted-mode",
+    "11c-limited-in-restricted-mode",
+}
+
+
+def shot(page: Any, artifacts: Path, name: str) -> Path:
+    """Screenshot for the artefacts; also refreshes docs/images when REVERIE_UPDATE_DOC_IMAGES=1."""
+    path = artifacts / f"{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("REVERIE_UPDATE_DOC_IMAGES") and name in DOC_SHOTS:
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOC_IMAGES / path.name)
+    return path
+
+
+def run_command(page: Any, title: str, attempts: int = 3) -> None:
+    """Runs a command from the palette (F1): Enter once the row with that title is focused.
+
+    Retried, because a workbench that is still opening an editor can close the palette.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(1, attempts + 1):
+        try:
+            page.keyboard.press("Escape")
+            page.keyboard.press("F1")
+            box = page.locator(".quick-input-widget input")
+            box.wait_for(state="visible", timeout=10_000)
+            box.fill(">" + title)
+            rows = page.locator(".quick-input-list .monaco-list-row").filter(has_text=title)
+            try:
+                rows.and_(page.locator(".focused")).first.wait_for(timeout=5_000)
+                page.keyboard.press("Enter")
+            except PlaywrightTimeout:  # another command ranks first: pick ours
+                rows.first.click(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts:
+                page.screenshot(path=str(ARTIFACTS / "palette-failure.png"))
+                raise
+
+
+def notification_centre(page: Any) -> Any:
+    run_command(page, "Notifications: Show Notifications")
+    centre = page.locator(".notifications-center")
+    centre.wait_for(state="visible")
+    return centre
+
+
+def failure_context(code_server: Any) -> str:
+    log = code_server.log.read_text(errors="replace")[-2000:]
+    return f"\n--- code-server.log\n{log}\n{code_server.exthost_logs()}"
+
+
+def memory_dir_of(code_server: Any) -> Path:
+    """Where the user's own settings put the opened folder's memory (REVERIE_DATA_DIR, the
+    default preset)."""
+    from reverie.config import ProjectPaths, Settings
+
+    ws = code_server.workspace
+    settings = Settings(data_dir=ws.data_dir, agent_home=ws.agent_home)
+    return ProjectPaths(settings, ws.workspace).memory_dir
+
+
+def server_processes(code_server: Any) -> list[Any]:
+    """The Reverie language servers running under this code-server (``psutil.Process``es): its
+    process group, started as ``<python> -m reverie --log-level debug serve`` (or with ``-P``)."""
+    import psutil
+
+    def is_ours(proc: Any) -> bool:
+        try:
+            cmdline = proc.cmdline()
+            return os.getpgid(proc.pid) == code_server.pgid and cmdline[-4:] == [
+                "reverie",
+                "--log-level",
+                "debug",
+                "serve",
+            ]
+        except (psutil.Error, ProcessLookupError):
+            return False
+
+    return [p for p in psutil.process_iter() if is_ours(p)]
