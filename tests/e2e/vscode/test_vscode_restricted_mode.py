@@ -135,17 +135,6 @@ def sys_executable(python: str) -> str:
     ).stdout.strip()
 
 
-def the_server(code_server: Any, timeout: float = 60) -> Any:
-    """The one running Reverie server of this code-server (waits for a restart to settle)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        servers = workbench.server_processes(code_server)
-        if len(servers) == 1 or time.monotonic() > deadline:
-            assert len(servers) == 1, f"{servers}{workbench.failure_context(code_server)}"
-            return servers[0]
-        time.sleep(0.5)
-
-
 def lock_status_text(page: Any) -> str:
     from playwright.sync_api import expect
 
@@ -202,7 +191,7 @@ def test_restricted_mode_ignores_the_repository_s_restricted_settings(
 
     # The server is the user's Python with the bundled libraries, not the repository's .venv
     # python with its own environment ("fromEnvironment").
-    server = the_server(trusting_code_server)
+    server = workbench.the_server(trusting_code_server)
     assert server.cmdline()[0] == sys_executable(server_python), server.cmdline()
     assert "/extensions/reverie.reverie-" in server.environ().get("PYTHONPATH", ""), (
         "importStrategy came from the repository"
@@ -285,7 +274,7 @@ def test_trusting_the_folder_applies_its_interpreter_but_not_machine_settings(
 
     page, ws = trusting_page, trusting_code_server.workspace
     memory, elsewhere = workbench.memory_dir_of(trusting_code_server), ws.root / "redirected"
-    before = the_server(trusting_code_server).pid
+    before = workbench.the_server(trusting_code_server).pid
 
     workbench.run_command(page, "Workspaces: Manage Workspace Trust")
     editor = page.locator(".workspace-trust-editor")
@@ -312,7 +301,7 @@ def test_trusting_the_folder_applies_its_interpreter_but_not_machine_settings(
         time.sleep(0.5)
     expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=60_000)
     assert VENV_PYTHON_RAN in repository_code_log(ws)
-    server = the_server(trusting_code_server)
+    server = workbench.the_server(trusting_code_server)
     assert "/extensions/reverie.reverie-" not in server.environ().get("PYTHONPATH", ""), (
         "the repository's importStrategy (fromEnvironment) did not apply once trusted"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,14 @@ def server_processes(code_server: Any) -> list[Any]:
             return False
 
     return [p for p in psutil.process_iter() if is_ours(p)]
+
+
+def the_server(code_server: Any, timeout: float = 60) -> Any:
+    """The one running Reverie server of this code-server (waits for a start or restart)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        servers = server_processes(code_server)
+        if len(servers) == 1 or time.monotonic() > deadline:
+            assert len(servers) == 1, f"{servers}{failure_context(code_server)}"
+            return servers[0]
+        time.sleep(0.5)
