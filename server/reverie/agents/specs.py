@@ -71,8 +71,12 @@ def block_id(agent: AgentName, workspace: Path) -> str:
 
 
 def hook_command(settings: Settings, event: str) -> str:
-    """The command a hook runs: this interpreter, so no PATH lookup or venv activation."""
-    argv = [sys.executable, "-m", "reverie", "hook", event, "--data-dir", str(settings.data_dir)]
+    """The command a hook runs: this interpreter, so no PATH lookup or venv activation.
+
+    ``-P``: the agent runs hooks in the project, and ``-m`` would put that directory first on
+    the import path, so a repository's own ``reverie/`` or ``yaml.py`` would run as the hook."""
+    argv = [sys.executable, "-P", "-m", "reverie", "hook", event,
+            "--data-dir", str(settings.data_dir)]
     if os.name == "nt":
         return subprocess.list2cmdline(argv)
     python_path = os.environ.get("PYTHONPATH")

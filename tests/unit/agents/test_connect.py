@@ -130,6 +130,32 @@ def test_claude_code_personal_imports_memory_and_installs_hooks(
     assert not (ws / "CLAUDE.md").exists() and not (ws / ".claude" / "settings.json").exists()
 
 
+def test_installed_hooks_never_import_the_projects_code(ws: Path, settings: Settings,
+                                                         tmp_path: Path) -> None:
+    """The agent runs a hook in the project: a repository's own ``reverie`` package (or a
+    module shadowing a dependency) must not be what runs."""
+    connect("claude-code", ws, "personal", settings)
+    hooks = json.loads((ws / ".claude" / "settings.local.json").read_text())["hooks"]
+    trap = tmp_path / "imported.log"
+    for name in ("reverie/__init__.py", "yaml.py", "pydantic/__init__.py"):
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(f"open({str(trap)!r}, 'a').write({name!r})\nraise SystemExit(7)\n")
+    for event in ("PreCompact", "SessionStart"):
+        command = hooks[event][0]["hooks"][0]["command"]
+        done = subprocess.run(command, shell=True, cwd=ws, capture_output=True, timeout=120,
+                              input=json.dumps({"session_id": "s", "cwd": str(ws)}).encode())
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert not trap.exists(), trap.read_text()
+    # hooks written before the fix (no -P) are replaced by connecting again
+    local = ws / ".claude" / "settings.local.json"
+    local.write_text(local.read_text().replace(" -P -m reverie", " -m reverie"))
+    connect("claude-code", ws, "personal", settings)
+    hooks = json.loads(local.read_text())["hooks"]
+    assert all(" -P -m reverie hook " in group["hooks"][0]["command"]
+               for groups in hooks.values() for group in groups)
+    assert sum(len(groups) for groups in hooks.values()) == 2
+
+
 def test_project_scope_writes_shared_files_and_says_so(
     ws: Path, home: Path, settings: Settings
 ) -> None:
