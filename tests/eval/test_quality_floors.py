@@ -43,11 +43,13 @@ FLOORS: dict[str, tuple[float, float, int, int, int]] = {
 
 #: the held-out project (tests/fixtures/eval/relay, written after the engines were tuned on the
 #: others): the same columns; at 16:15 notes 100% / 97% / 2 wrong, dream and sleep 82% / 88% / 2;
-#: on main 92fc513 (16:47) notes 100% / 100% / 0, dream and sleep 82% / 100% / 0
+#: on main 92fc513 (16:47) notes 100% / 100% / 0, dream and sleep 82% / 100% / 0. Since the
+#: analysis reads "Remember: ..." / "Keep in mind: ..." as notes (a general phrasing, but one
+#: of relay's two misses, so relay is no longer fully held out for it): dream and sleep 91%.
 FLOORS_HELDOUT: dict[str, tuple[float, float, int, int, int]] = {
     "notes": (0.97, 0.97, 0, 0, 0),
-    "dream": (0.80, 0.97, 0, 0, 0),
-    "sleep": (0.80, 0.97, 0, 0, 0),
+    "dream": (0.89, 0.97, 0, 0, 0),
+    "sleep": (0.89, 0.97, 0, 0, 0),
 }
 
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no

@@ -117,7 +117,8 @@ _RULE = re.compile(
     r"hand)",
 )
 _NOTE = re.compile(
-    r"^(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)\s*[:\-—!]"
+    r"^(?:note|important|fyi|heads up|reminder|remember|keep in mind|n\.?b\.?|rule|convention|"
+    r"policy|warning)\s*[:\-—!]"
     r"|\b(?:this|the|our)\s+(?:repo|repository|project|codebase|team|app|monorepo)\s+"
     r"(?:uses|use|is using|runs on|relies on|requires|needs|is on)\b"
     r"|\bwe (?:always )?(?:use|are using|'re using|deploy (?:to|with|on))\b",
@@ -207,7 +208,8 @@ _MAX_SENTENCE = 300
 #: a word every statement pattern needs (a superset: a hit only means "look closer")
 _TRIGGER = re.compile(
     r"always|never|don'?t|do not|avoid|stop|no more|from now|going forward|in the future|"
-    r"from here|every time|each time|whenever|please|make sure|remember|ever\b|circumstances|"
+    r"from here|every time|each time|whenever|please|make sure|remember|keep in mind|ever\b|"
+    r"circumstances|"
     r"at all times|must|should|forbidden|not allowed|mandatory|note|important|fyi|heads up|"
     r"reminder|n\.?b\.?|rule|convention|policy|warning|repo|project|codebase|team|app\b|"
     r"we |we'|prefer|like|rather|use|instead|over\b|^\s*(?:no|nope|wrong|not|that|actually|"
@@ -334,7 +336,8 @@ _RULE_KEYS = ("always", "never", "don", "do not", "avoid", "stop", "no more", "f
               "forward", "future", "from here", "every time", "each time", "whenever", "please",
               "make sure", "remember", "ever", "circumstances", "at all times", "must",
               "should", "forbidden", "not allowed", "mandatory", "before")
-_NOTE_KEYS = ("note", "important", "fyi", "heads up", "reminder", "n.b", "nb", "rule",
+_NOTE_KEYS = ("note", "important", "fyi", "heads up", "reminder", "remember", "keep in mind",
+              "n.b", "nb", "rule",
               "convention", "policy", "warning", "repo", "project", "codebase", "team", "app",
               "we ")
 
@@ -375,7 +378,8 @@ def _statement(sentence: str, position: int) -> Statement | None:
                              _word_after(_REPLACED, sentence), _chosen(sentence))
         return None
     if _may(low, _NOTE_KEYS) and _NOTE.search(low):
-        return Statement(StatementKind.NOTE, sentence, subject_of(sentence),
+        # the subject of what is noted, not of the framing ("keep in mind: the API ...")
+        return Statement(StatementKind.NOTE, sentence, subject_of(plain_statement(sentence)),
                          _word_after(_AVOIDED, sentence))
     if _may(low, _RULE_KEYS) and _RULE.search(low):
         return Statement(StatementKind.RULE, sentence, subject_of(sentence),
@@ -397,8 +401,8 @@ def avoided(text: str) -> list[str]:
 
 
 _FRAMING = re.compile(
-    r"^(?:(?:note|important|fyi|heads up|reminder|n\.?b\.?|rule|convention|policy|warning)"
-    r"\s*[:\-—!]\s*|(?:no(?!\s+(?:longer|more|need|matter|way|such|other|one)\b)|nope|wrong"
+    r"^(?:(?:note|important|fyi|heads up|reminder|remember|keep in mind|n\.?b\.?|rule|"
+    r"convention|policy|warning)\s*[:\-—!]\s*|(?:no(?!\s+(?:longer|more|need|matter|way|such|other|one)\b)|nope|wrong"
     r"|actually|ok(?:ay)?|so|also|and|now)\b[,.!:]?\s*|"
     r"(?:from now on|going forward|in the future|from here on)\b[,]?\s*|please\s+)+",
     re.IGNORECASE,

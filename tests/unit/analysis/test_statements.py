@@ -22,6 +22,10 @@ K = StatementKind
     ("I prefer vitest over jest for new tests.", K.PREFERENCE, "test-runner"),
     ("no, use pnpm not npm", K.CORRECTION, "package-manager"),
     ("We use Tailwind for all styling.", K.NOTE, "frontend-framework"),
+    # framed like a note: the subject comes from what is noted
+    ("Remember: config comes from environment variables only, no config files.", K.NOTE,
+     "secrets-and-env"),
+    ("keep in mind: the API is rate limited to 10 rps", K.NOTE, "api-rate-limited"),
 ])
 def test_standing_rules(text: str, kind: StatementKind, subject: str) -> None:
     [statement] = statements_in(text)
@@ -36,6 +40,14 @@ def test_standing_rules(text: str, kind: StatementKind, subject: str) -> None:
     "run the tests",
 ])
 def test_one_off_requests_are_not_rules(text: str) -> None:
+    assert statements_in(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "Do you remember: was it green yesterday?",
+    "I remember the build was slow",
+])
+def test_remember_mid_sentence_is_not_a_note(text: str) -> None:
     assert statements_in(text) == []
 
 
