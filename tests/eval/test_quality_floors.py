@@ -35,21 +35,24 @@ from eval_harness import PATHS, PathResult, pool, project_names, run_all
 # "Longer use `mkdocs gh-deploy`" (1811470, negation lost); back to 0 when that is fixed.
 # 17:00, the lead: fixed ("no" is framing only when it does not negate what follows): dream and
 # sleep 98% / 99% / 0 wrong (handbook 100 / 100 / 0).
+# Later: a code generator's run or an added dependency can be the fix (``sqlc generate``,
+# ``uv add psycopg``): dream and sleep 100% / 99% / 0 (ledger-api's psycopg fix).
 FLOORS: dict[str, tuple[float, float, int, int, int]] = {
     "notes": (0.97, 0.95, 0, 0, 0),
-    "dream": (0.96, 0.97, 0, 0, 0),
-    "sleep": (0.96, 0.97, 0, 0, 0),
+    "dream": (0.98, 0.97, 0, 0, 0),
+    "sleep": (0.98, 0.97, 0, 0, 0),
 }
 
 #: the held-out project (tests/fixtures/eval/relay, written after the engines were tuned on the
 #: others): the same columns; at 16:15 notes 100% / 97% / 2 wrong, dream and sleep 82% / 88% / 2;
 #: on main 92fc513 (16:47) notes 100% / 100% / 0, dream and sleep 82% / 100% / 0. Since the
 #: analysis reads "Remember: ..." / "Keep in mind: ..." as notes (a general phrasing, but one
-#: of relay's two misses, so relay is no longer fully held out for it): dream and sleep 91%.
+#: of relay's two misses, so relay is no longer fully held out for it): dream and sleep 91%;
+#: with a generator's run credited as a fix (the other miss, the same caveat): 100% / 100% / 0.
 FLOORS_HELDOUT: dict[str, tuple[float, float, int, int, int]] = {
     "notes": (0.97, 0.97, 0, 0, 0),
-    "dream": (0.89, 0.97, 0, 0, 0),
-    "sleep": (0.89, 0.97, 0, 0, 0),
+    "dream": (0.97, 0.97, 0, 0, 0),
+    "sleep": (0.97, 0.97, 0, 0, 0),
 }
 
 #: the target (issue 12): >= 90% recall, >= 90% precision, no wrong claims, no secrets, no

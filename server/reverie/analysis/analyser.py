@@ -8,7 +8,8 @@ cost is linear in the session and the memory is bounded by the limits, not by it
 
 Failure → fix: a failure stays open until a later run of the same or a broader check of the same
 target passes (``pytest tests/x.py -k foo`` is resolved by ``pytest``); the fix credited is the
-last successful edit before that first pass, if one came after the failure. Tool-protocol slips,
+last successful edit (or a command that changed the project: ``sqlc generate``, ``uv add x``)
+before that first pass, if one came after the failure. Tool-protocol slips,
 rejections, failed exploration and searches that found nothing are counted, never errors.
 
 Secrets: every text that becomes a fact goes through ``reverie.redact.redact`` when the result is
@@ -119,6 +120,8 @@ class _Change:
     evidence: Evidence
     #: its number in the session's sequence of changes
     number: int = 0
+    #: a code generator's run (``sqlc generate``) rather than an edit
+    command: str | None = None
 
 
 @dataclass(slots=True)
@@ -512,6 +515,12 @@ class SessionAnalyser:
             self._fail(info.main, info.check_key or info.key, info, info.category, output,
                        call.evidence)
         elif has_result:
+            if any(part.changes_the_project for part in (info, *info.chain)):
+                # regenerated code or an added dependency is a change: it can be what makes a
+                # failing check pass (``sqlc generate``, ``uv add psycopg``)
+                self._changes += 1
+                self._recent_changes.append(
+                    _Change("", None, call.evidence, self._changes, info.main))
             for part in (info, *info.chain):  # ``ruff check . && mypy x`` passes both checks
                 keys = [part.check_key or part.key]
                 if part.project_wide:  # ``make test`` covers ``go test ./x -run T`` too
@@ -643,7 +652,9 @@ class SessionAnalyser:
             if item is None:
                 return None
             essence = self._clean(item.essence) if item.essence else None
-            return Change(path=show(item.path), essence=essence, evidence=item.evidence)
+            command = self._clean(shorten(item.command, 200)) if item.command else None
+            return Change(path=show(item.path) if item.path else "", essence=essence,
+                          evidence=item.evidence, command=command)
 
         errors: list[ErrorFix] = []
         for resolved in self._resolved:

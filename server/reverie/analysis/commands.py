@@ -25,6 +25,9 @@ class CommandCategory(StrEnum):
     INSTALL = "install"
     DEPLOY = "deploy"
     MIGRATE = "migrate"
+    #: code generators (``sqlc generate``, ``go generate``, ``make codegen``): a successful run
+    #: changes code, so it can be what fixed a failure
+    GENERATE = "generate"
     #: version control (``git push``, ``git commit``): failures matter, not a fact to keep
     VCS = "vcs"
     #: looking around: never a fact
@@ -37,7 +40,7 @@ class CommandCategory(StrEnum):
 PROJECT_CATEGORIES = frozenset({
     CommandCategory.BUILD, CommandCategory.TEST, CommandCategory.RUN, CommandCategory.LINT,
     CommandCategory.FORMAT, CommandCategory.TYPECHECK, CommandCategory.INSTALL,
-    CommandCategory.DEPLOY, CommandCategory.MIGRATE,
+    CommandCategory.DEPLOY, CommandCategory.MIGRATE, CommandCategory.GENERATE,
 })
 #: categories whose scope (paths, selectors) narrows what they check
 _SCOPED = frozenset({CommandCategory.TEST, CommandCategory.LINT, CommandCategory.TYPECHECK,
@@ -61,6 +64,14 @@ class CommandInfo:
     check_key: str = ""
     #: the other real commands of a chain (``ruff check . && mypy billing``: mypy's info)
     chain: tuple[CommandInfo, ...] = ()
+    #: it adds a dependency (``uv add psycopg``, ``pnpm add swr``): a one-off, not a project
+    #: command, but a change to the project that can be what fixed a failure
+    adds_dependency: bool = False
+
+    @property
+    def changes_the_project(self) -> bool:
+        """A successful run changes code or dependencies: a generator, or adding a package."""
+        return self.adds_dependency or self.category is CommandCategory.GENERATE
 
     @property
     def is_project(self) -> bool:
@@ -140,6 +151,10 @@ _TOOLS: dict[str, CommandCategory] = {
     "kubectl": CommandCategory.DEPLOY, "helm": CommandCategory.DEPLOY,
     "serverless": CommandCategory.DEPLOY, "twine": CommandCategory.DEPLOY,
     "git": CommandCategory.VCS, "gh": CommandCategory.VCS,
+    "protoc": CommandCategory.GENERATE, "mockgen": CommandCategory.GENERATE,
+    "oapi-codegen": CommandCategory.GENERATE, "gqlgen": CommandCategory.GENERATE,
+    "graphql-codegen": CommandCategory.GENERATE, "openapi-generator": CommandCategory.GENERATE,
+    "openapi-generator-cli": CommandCategory.GENERATE, "stringer": CommandCategory.GENERATE,
 }
 #: package managers and build tools whose subcommand decides the category
 _SUBCOMMANDS: dict[str, CommandCategory] = {
@@ -168,6 +183,8 @@ _SUBCOMMANDS: dict[str, CommandCategory] = {
     "migration": CommandCategory.MIGRATE, "migrations": CommandCategory.MIGRATE,
     "phx.server": CommandCategory.RUN, "runserver": CommandCategory.RUN,
     "gh-deploy": CommandCategory.DEPLOY,
+    "generate": CommandCategory.GENERATE, "gen": CommandCategory.GENERATE,
+    "codegen": CommandCategory.GENERATE,
 }
 _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "cargo", "go", "mix", "make", "just",
                        "task", "gradle", "./gradlew", "gradlew", "mvn", "./mvnw", "dotnet",
@@ -176,7 +193,8 @@ _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "cargo", "go", "mix", "make
                        "docker", "docker-compose", "prisma", "django-admin", "hatch", "pdm",
                        "nx", "turbo", "lerna", "sequelize", "knex", "diesel", "supabase",
                        "firebase", "heroku", "gcloud", "aws", "npx", "mkdocs", "hugo", "jekyll",
-                       "zola", "docusaurus", "astro", "next", "vite", "nuxt"})
+                       "zola", "docusaurus", "astro", "next", "vite", "nuxt", "sqlc", "buf",
+                       "ent"})
 _SCRIPT_RUNNERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh",
                              "deno", "bun", "tsx", "ts-node"})
 _SELECTOR_FLAGS = frozenset({"-k", "-t", "-m", "--grep", "-g", "-run", "--filter",
@@ -376,6 +394,7 @@ def _script_category(name: str) -> CommandCategory:
         ("bundle", CommandCategory.BUILD), ("dist", CommandCategory.BUILD),
         ("deploy", CommandCategory.DEPLOY), ("publish", CommandCategory.DEPLOY),
         ("release", CommandCategory.DEPLOY), ("migrat", CommandCategory.MIGRATE),
+        ("gen", CommandCategory.GENERATE), ("codegen", CommandCategory.GENERATE),
         ("db:", CommandCategory.MIGRATE), ("install", CommandCategory.INSTALL),
         ("setup", CommandCategory.INSTALL), ("bootstrap", CommandCategory.INSTALL),
         ("start", CommandCategory.RUN), ("dev", CommandCategory.RUN),
@@ -447,9 +466,11 @@ def analyse_command(command: str) -> CommandInfo:
         check_key = f"{category.value}:{ecosystem}"
     chain = tuple(analyse_command(part) for part in kept
                   if part != segment and not part.startswith("cd ")) if len(kept) > 1 else ()
-    if category is CommandCategory.INSTALL and _adds_a_package(key, words[start:]):
+    adds = category is CommandCategory.INSTALL and _adds_a_package(key, words[start:])
+    if adds:
         category = CommandCategory.OTHER  # ``pnpm add swr``: a one-off dependency change
-    return CommandInfo(main, category, key, _scope(category, words[start:]), check_key, chain)
+    return CommandInfo(main, category, key, _scope(category, words[start:]), check_key, chain,
+                       adds)
 
 
 def _adds_a_package(key: str, args: list[str]) -> bool:

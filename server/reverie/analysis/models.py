@@ -82,12 +82,16 @@ class ProjectCommand(_Model):
 
 
 class Change(_Model):
-    """One edit: the file and the essence of what changed."""
+    """One edit: the file and the essence of what changed; or a command that changed the
+    project (a code generator, a dependency added)."""
 
     path: str
     #: the edited symbol, or "old → new" of the replaced snippet, or "created"
     essence: str | None = None
     evidence: Evidence
+    #: set when the change was a command (``sqlc generate``, ``uv add x``) rather than an edit
+    #: (``path`` is then empty)
+    command: str | None = None
 
 
 class ErrorFix(_Model):

@@ -118,6 +118,11 @@ def error_summary(output: str, limit: int = 200) -> str:
             index = text.count("\n", 0, match.start())
             break
     chosen = lines[index]
+    if _BUILD_FAILED.match(chosen):
+        # ``FAIL pkg [build failed]`` only says that the compiler's lines above it matter
+        diagnostic = _DIAGNOSTIC.search(text)
+        if diagnostic is not None:
+            chosen = lines[text.count("\n", 0, diagnostic.start())]
     if chosen.endswith(":") and index + 1 < len(lines):
         chosen = f"{chosen} {lines[index + 1]}"  # "failed due to the following issue:" + why
     return shorten(chosen, limit)
@@ -137,6 +142,9 @@ _STRONG_ERROR = re.compile(
     r"^--- FAIL:|^panic:|^not ok\b",
     re.MULTILINE,
 )
+#: Go's summary of a package that did not compile, and a compiler's ``file:line:col: message``
+_BUILD_FAILED = re.compile(r"^FAIL\s+\S+\s+\[(?:build|setup) failed\]")
+_DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w+:\d+(?::\d+)?: \S", re.MULTILINE)
 _PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
                          r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
 

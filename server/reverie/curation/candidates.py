@@ -224,7 +224,11 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
         # a CHANGELOG edit made after the real one does not make a test pass: the credit is
         # unreliable (a docs site's own pages, edited alone, are the fix)
         return None
-    if error.status == "fixed" and error.fix is not None:
+    if error.status == "fixed" and error.fix is not None and error.fix.command:
+        text += f"; fixed by running {code(clean(error.fix.command))}"
+        if proof:
+            text += f"; verified by {code(proof)}"
+    elif error.status == "fixed" and error.fix is not None:
         change = f"`{clean(error.fix.path)}`"
         essence = clean(error.fix.essence) if error.fix.essence else ""
         text += f"; fixed by changing {change}" + (f" ({essence})" if essence else "")

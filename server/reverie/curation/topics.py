@@ -34,6 +34,7 @@ MAX_SOURCES = 40
 COMMAND_LABELS = {
     "build": "Build", "test": "Test", "run": "Run", "lint": "Lint", "format": "Format",
     "typecheck": "Type check", "install": "Install", "deploy": "Deploy", "migrate": "Migrate",
+    "generate": "Generate",
 }
 _LABEL_CATEGORY = {v.lower(): k for k, v in COMMAND_LABELS.items()}
 _BULLET = re.compile(r"^[-*+]\s+(?P<body>.*)$")

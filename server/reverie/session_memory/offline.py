@@ -60,7 +60,7 @@ _FENCE_LINE = re.compile(r"^\s*(```|~~~)")
 _CATEGORY_ORDER = (
     CommandCategory.INSTALL, CommandCategory.BUILD, CommandCategory.RUN, CommandCategory.TEST,
     CommandCategory.LINT, CommandCategory.FORMAT, CommandCategory.TYPECHECK,
-    CommandCategory.MIGRATE, CommandCategory.DEPLOY,
+    CommandCategory.GENERATE, CommandCategory.MIGRATE, CommandCategory.DEPLOY,
 )
 _RULE_LABELS = {
     StatementKind.RULE: "Rule", StatementKind.PREFERENCE: "Preference",
@@ -244,7 +244,8 @@ class NotesRenderer:
         times = f" ({error.failures}×)" if error.failures > 1 else ""
         line = f"- {_code(error.check)} failed{times}: {error.error}"
         if error.status == "fixed" and error.fix is not None:
-            what = f"{error.fix.essence} in `{error.fix.path}`" if error.fix.essence \
+            what = f"running {_code(error.fix.command, 120)}" if error.fix.command \
+                else f"{error.fix.essence} in `{error.fix.path}`" if error.fix.essence \
                 else f"editing `{error.fix.path}`"
             more = f" (+{_plural(error.other_changes, 'other edit')})" if error.other_changes \
                 else ""

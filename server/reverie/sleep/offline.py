@@ -114,7 +114,9 @@ def summarise_analysis(analysis: SessionAnalysis, notes: str | None,
     for error in fixed[:MAX_FIXES]:
         assert error.fix is not None
         what = f"`{_one_line(error.check, 100)}` failed ({_one_line(error.error, 120)})"
-        lines.append(f"Fixed: {what}; fixed in `{error.fix.path}`.")
+        how = f"by running `{_one_line(error.fix.command, 120)}`" if error.fix.command \
+            else f"in `{error.fix.path}`"
+        lines.append(f"Fixed: {what}; fixed {how}.")
     for error in analysis.still_failing[:MAX_FIXES]:
         lines.append(f"Still failing: `{_one_line(error.check, 100)}` "
                      f"({_one_line(error.error, 120)}).")

@@ -186,3 +186,54 @@ def test_the_projects_own_test_entry_point_covers_a_narrow_run(log: ClaudeLog) -
     [error] = log.analyse().errors
     assert error.status == "fixed" and error.proved_by == "make test"
     assert error.error == "--- FAIL: TestHealthz (0.00s)"  # not the agent's "Chunk ID" header
+
+
+GO_BUILD_FAILED = (
+    "go test ./...\n# shop/internal/api\n"
+    "internal/api/users.go:41:19: q.GetUserByEmail undefined (type *db.Queries has no field or "
+    "method GetUserByEmail)\nFAIL\tshop/internal/api [build failed]\n"
+    "ok  \tshop/internal/db\t0.01s\nFAIL"
+)
+
+
+def test_a_code_generator_run_is_the_fix(log: ClaudeLog) -> None:
+    """Stale generated code: no edit made the tests pass, ``sqlc generate`` did (and the error
+    is the compiler's line, not Go's ``[build failed]`` summary)."""
+    (log.user("go test is red on main")
+     .bash("make test", GO_BUILD_FAILED, fail=True)
+     .read("queries/users.sql")
+     .bash("sqlc generate", "")
+     .bash("make test", "ok  \tshop/internal/api\t0.02s")
+     .reply("Regenerated; green."))
+    analysis = log.analyse()
+    [error] = analysis.errors
+    assert error.status == "fixed"
+    assert error.error.startswith("internal/api/users.go:41:19: q.GetUserByEmail undefined")
+    assert error.fix is not None and error.fix.command == "sqlc generate"
+    assert error.fix.path == ""
+    assert error.proved_by == "make test"
+    assert [(c.category.value, c.working) for c in analysis.commands
+            if c.category.value == "generate"] == [("generate", "sqlc generate")]
+
+
+def test_an_edit_after_the_generator_is_credited_over_it(log: ClaudeLog) -> None:
+    (log.user("fix the build")
+     .bash("go build ./...", "internal/api/users.go:41:19: undefined: db.User", fail=True)
+     .bash("go generate ./...", "")
+     .edit("internal/api/users.go", "db.User", "db.Account")
+     .bash("go build ./...", ""))
+    [error] = log.analyse().errors
+    assert error.fix is not None and error.fix.path == "internal/api/users.go"
+    assert error.fix.command is None
+    assert error.other_changes == 1
+
+
+def test_an_added_dependency_is_the_fix(log: ClaudeLog) -> None:
+    (log.user("the tests don't even start")
+     .bash("uv run pytest -q", "E   ModuleNotFoundError: No module named 'psycopg'", fail=True)
+     .bash("uv add 'psycopg[binary]'", "Resolved 24 packages in 0.4s")
+     .bash("uv run pytest -q", "52 passed in 2.1s"))
+    [error] = log.analyse().errors
+    assert error.status == "fixed"
+    assert error.fix is not None and error.fix.command == "uv add 'psycopg[binary]'"
+    assert "ModuleNotFoundError" in error.error
