@@ -4,7 +4,8 @@ Each ``# aider chat started at YYYY-MM-DD HH:MM:SS`` header begins one run, whic
 (id: ``aider-<start>-<byte offset of the header>``). ``#### `` lines are user input, ``> `` lines
 are Aider's status output, everything else is the assistant's reply. Edits are recovered from
 ``> Applied edit to <file>`` and commits from ``> Commit <sha> <message>``; both become tool calls
-on the reply before them. ``> Tokens: N sent, M received`` becomes that reply's usage.
+on the reply before them. ``> Tokens: N sent, M received`` becomes that reply's usage. Every
+message is dated by its run's header (the only time Aider writes).
 """
 
 from __future__ import annotations
@@ -183,3 +184,8 @@ def _parse_run(run: AiderRun, body: str, stats: ParseStats) -> None:
                 )
         role: Role = "system"
         run.messages.append(Message(id=mid, role=role, text=text, is_meta=not seen_user))
+    # Aider writes no time per message, only the run's start: each message carries that, so
+    # what a run said is dated by the run (the file's modification time is when it was last
+    # written, or copied, or checked out: it still decides what is new, not when things were said)
+    for message in run.messages:
+        message.timestamp = run.session.started_at

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from reverie.analysis import analyse_session
 from reverie.transcripts.model import ToolKind
 from reverie.transcripts.reader import detect_agent, load_sessions, load_transcript
 
@@ -61,3 +64,32 @@ def test_load_transcript_is_the_latest_run_and_session_can_be_picked() -> None:
     assert latest.session.id == runs[-1].session.id
     picked = load_transcript(HISTORY, session_id=runs[1].session.id)
     assert [m.id for m in picked.messages] == [m.id for m in runs[1].messages]
+
+
+
+def _history(folder: Path, *starts: str) -> Path:
+    (folder / ".git").mkdir(exist_ok=True)
+    path = folder / ".aider.chat.history.md"
+    path.write_text("".join(
+        f"# aider chat started at {start}\n\n> Aider v0.86.1\n\n#### fix the build {i}\n\n"
+        f"Done.\n\n> Applied edit to main.go\n\n" for i, start in enumerate(starts)))
+    return path
+
+
+def _local(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").astimezone()
+
+
+def test_a_copied_history_is_dated_by_its_runs_not_the_copy(tmp_path: Path) -> None:
+    """A clone or a copy gives the history a new modification time. It still tells what is new
+    (the last run's updated_at, what discovery and the dream's scan go by), but what each run
+    said is dated by the run: its messages carry its start, and so does its analysis."""
+    path = _history(tmp_path, "2026-11-18 10:00:00", "2026-11-20 09:00:00")
+    copied_at = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    os.utime(path, (copied_at.timestamp(), copied_at.timestamp()))
+    first, last = load_sessions(path)
+    assert {m.timestamp for m in first.messages} == {_local("2026-11-18 10:00:00")}
+    assert {m.timestamp for m in last.messages} == {_local("2026-11-20 09:00:00")}
+    assert last.session.updated_at == copied_at  # new to the scan
+    analysis = analyse_session(last.messages, last.session)
+    assert analysis.updated_at == _local("2026-11-20 09:00:00")
