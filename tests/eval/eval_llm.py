@@ -294,8 +294,10 @@ def run_llm_project(name: str, *, keep: Path | None = None) -> list[LlmResult]:
                                          extra_env=extra)
                     if code:
                         result.errors.append(f"sleep {day}: exit {code}")
+                    # the review window of ``--date D`` runs from D 00:00 to D+2 00:00
+                    # (sleep/light.py): sessions that ended on D or on D+1
                     window = [e.key for e in fixture.sessions
-                              if (day - e.end.date()).days in (0, 1)]
+                              if (e.end.date() - day).days in (0, 1)]
                     runs.append(window)
             bodies = [r.json for r in server.model_requests() if isinstance(r.json, dict)]
             result.requests = len(bodies)

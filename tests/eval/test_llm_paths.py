@@ -25,9 +25,12 @@ from eval_llm import LlmResult, pooled, run_llm_all
 # session and date, the current memory files, and the rules (newer wins, "formerly ...",
 # never-keep); the REM request names each candidate's session and date and the same rules:
 # dream 96% / 83% / 100% / 100% / 100% / 100%, sleep 20% / 87% / 100% / 100% / 100% / 100%.
+# Later: the sleep window of the check fixed (``--date D`` reviews D and D+1, it counted D-1:
+# sleep facts 24%), then the REM request carries Reverie's own candidate facts of the reviewed
+# sessions like the dream brief: sleep facts 100%; dream 100% (fixes by generators, notes).
 LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]] = {
-    "dream": (0.9, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # model lines of never-keep classes dropped
-    "sleep": (0.2, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # REM lines cut to 150 (fit_entry)
+    "dream": (0.95, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # model lines of never-keep classes dropped
+    "sleep": (0.95, 0.8, 1.0, 1.0, 1.0, 1.0, 0, 0),  # REM lines cut to 150 (fit_entry)
 }
 #: planted secrets (tests/fixtures/eval/*/labels.toml) found in request bodies, per path (the
 #: database URL password reached the model until redaction covered URL credentials, 5a58f6a)

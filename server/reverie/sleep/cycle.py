@@ -286,6 +286,7 @@ class SleepCycle:
                     max_tokens=self.settings.max_output_tokens,
                     sources=deep.candidate_sessions(),
                     override=load_instructions(self.settings.config_dir, REM_OVERRIDE_NAME),
+                    facts=deep.fact_lines,
                 )
         except TimeoutError:
             raise RemError(f"the consolidation did not finish within the {budget:.0f} s budget "

@@ -43,6 +43,9 @@ class DeepResult:
     candidates: list[MemoryCandidate] = field(default_factory=list)
     #: the offline engine's candidate facts, with their evidence (what its REM merges)
     facts: list[Fact] = field(default_factory=list)
+    #: with a model: the same facts as brief lines (``curation.brief``) for the REM request,
+    #: so the model sees what the analysis found beside what the summaries proposed
+    fact_lines: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> int:
@@ -94,6 +97,18 @@ def _redacted(summary: ConversationSummary) -> ConversationSummary:
     )
 
 
+def _fact_lines(inputs: Sequence[SessionInput]) -> list[str]:
+    """Reverie's own candidate facts of the reviewed sessions, one brief line each (blocking)."""
+    from reverie.curation.brief import candidate_lines
+    from reverie.curation.sessions import SessionSource
+
+    return candidate_lines([
+        SessionSource(session_id=item.ref.session_id, path=item.ref.path, cwd=item.ref.cwd,
+                      updated_at=item.ref.updated_at, agent=item.ref.agent)
+        for item in inputs
+    ])
+
+
 def deep_sleep_offline(inputs: Sequence[SessionInput]) -> DeepResult:
     """Summaries and candidate facts without a model, one session at a time: each transcript
     is streamed through the analysis and dropped (blocking: call via a thread)."""
@@ -140,6 +155,7 @@ async def deep_sleep_with_model(
     import asyncio
 
     loaded = await asyncio.to_thread(lambda: [(item, *_load(item)) for item in inputs])
+    fact_lines = await asyncio.to_thread(_fact_lines, inputs)
     requests: list[BatchRequest] = []
     by_id: dict[str, tuple[SessionInput, Transcript]] = {}
     failures: dict[str, str] = {}
@@ -164,7 +180,7 @@ async def deep_sleep_with_model(
             sleep=sleep, clock=clock, sync_timeout=sync_timeout,
         )
         results = {r.custom_id: r for r in outcome}
-    deep = DeepResult()
+    deep = DeepResult(fact_lines=fact_lines)
     for item, transcript, _notes, _error in loaded:
         if transcript is None:
             deep.add(_failed_digest(item, failures[item.ref.session_id]))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date as Date
 from pathlib import Path
 
-from reverie.curation.brief import RULES
+from reverie.curation.brief import RULES, candidates_section
 from reverie.session_memory.template import substitute
 from reverie.sleep.models import MemoryCandidate, MemoryEntry
 
@@ -128,6 +128,7 @@ def rem_request_text(
     candidates: Sequence[MemoryCandidate],
     sources: Sequence[str] | None = None,
     override: str | None = None,
+    facts: Sequence[str] | None = None,
 ) -> str:
     if override is not None:
         instructions = substitute(override, {"date": review_date.isoformat(),
@@ -140,4 +141,5 @@ def rem_request_text(
         f"## Current memory ({len(memory)} entries)\n{format_memory(memory)}\n\n"
         f"## Today's journal\n{journal.strip()}\n\n## New candidates (with their evidence)\n"
         f"{format_candidates(candidates, sources, review_date)}"
+        + (f"\n\n{candidates_section(facts)}" if facts is not None else "")
     )

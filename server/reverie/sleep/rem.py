@@ -63,11 +63,13 @@ async def consolidate_with_model(
     max_tokens: int | None = None,
     sources: Sequence[str] | None = None,
     override: str | None = None,
+    facts: Sequence[str] | None = None,
 ) -> list[MemoryEntry]:
     """One structured request; the validated entries, or ``RemError``. ``sources`` names the
-    session each candidate came from (its evidence in the request)."""
+    session each candidate came from (its evidence in the request); ``facts``: Reverie's own
+    candidate facts of the reviewed sessions (``curation.brief`` lines)."""
     text = redact_text(rem_request_text(review_date, max_entries, memory, journal, candidates,
-                                        sources, override))
+                                        sources, override, facts))
     schema = capped_model(max_entries)
     try:
         reply = await client.complete(

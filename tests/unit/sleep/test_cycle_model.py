@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
 from reverie.testing.clock import FakeClock
 from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
+
+from .conftest import CLAUDE_ID
 
 PROVIDERS = ["openai", "anthropic"]
 #: the day a cycle run now reviews (yesterday): what new entries are dated
@@ -256,3 +259,23 @@ async def test_sleep_prompts_can_be_overridden(workspace, tmp_path: Path) -> Non
     rem = [b for b in bodies if "OUR OWN REM RULES" in b]
     assert rem and f"for {TODAY.isoformat()}, at most 50 entries" in rem[0]
     assert not any("Review the session below and answer" in b for b in bodies)
+
+
+async def test_the_rem_request_carries_reverie_s_own_candidate_facts(workspace) -> None:
+    """Beside the summaries' candidates, REM is told what the analysis read in the reviewed
+    sessions (the dream brief's section), each fact with its session and day."""
+    def respond(request: FakeRequest) -> Step:
+        return Step.json_reply(REM_REPLY) if is_rem(request) else summary_for(request)
+
+    with FakeLLMServer(fallback=respond, batch=BatchBehaviour(polls_before_done=0)) as server:
+        settings = settings_for("openai", server)
+        await cycle(settings).run(workspace.root)
+        rem = next(r for r in server.model_requests() if "memory keeper" in r.body)
+    text = json.loads(rem.body)["messages"][-1]["content"]
+    section = text[text.index("## Candidate facts (Reverie's own reading"):]
+    facts = [line for line in section.splitlines() if line.startswith("- (")]
+    assert facts, section[:2000]
+    reviewed = {CLAUDE_ID, "-".join(workspace.codex.stem.split("-")[-5:])}
+    evidence = [re.search(r"\[session (\S+), (\d{4}-\d{2}-\d{2})\]$", line) for line in facts]
+    assert all(evidence), facts
+    assert {m.group(1) for m in evidence if m} <= reviewed
