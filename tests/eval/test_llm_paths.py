@@ -37,9 +37,10 @@ LLM_FLOORS: dict[str, tuple[float, float, float, float, float, float, int, int]]
 MAX_SECRETS_SENT: dict[str, int] = {"dream": 0, "sleep": 0}
 
 #: notes-writer requests (made on each path's sandbox) that carry raw agent wrappers such as
-#: <ide_opened_file>, <task-notification>, the /clear record or an expanded /init prompt; the
-#: goal is 0 (mark or drop them before the model reads the conversation)
-MAX_WRAPPERS_SENT: dict[str, int] = {"dream": 4, "sleep": 4}
+#: <ide_opened_file>, <task-notification>, the /clear record or an expanded /init prompt: 4 per
+#: path until the notes writer rendered user texts through transcripts.wrappers (marked or
+#: dropped before the model reads the conversation)
+MAX_WRAPPERS_SENT: dict[str, int] = {"dream": 0, "sleep": 0}
 
 LLM_GOAL: tuple[float, float, float, float, float, float, int, int] = (
     0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 0, 0)

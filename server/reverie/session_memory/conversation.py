@@ -6,11 +6,13 @@ the rest of the per-call facts in ``reverie.analysis``.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from reverie.analysis.outcomes import first_line, result_failed, shorten
 from reverie.redact import redact
 from reverie.transcripts.model import Message, ToolCall
+from reverie.transcripts.wrappers import UserTextKind, classify_user_text
 
 __all__ = ["first_line", "render_message", "render_messages", "result_failed", "shorten"]
 
@@ -54,13 +56,47 @@ def _render_call(call: ToolCall) -> str:
     return f"[tool call {call.name}] {args}"
 
 
+def _person_text(message: Message) -> str | None:
+    """A user text as the model should read it: what the person typed, without what the
+    editor or the agent wrapped around it. A request as typed (IDE context blocks in front of it
+    dropped); a slash command or a shell line the person ran, marked; a background task's report,
+    marked with its gist; command output, injected reminders, caveats and continuations left
+    out (the model would take them for instructions or for the person's words)."""
+    if message.is_meta:
+        return None  # written by the agent on the person's behalf (a command's expanded prompt)
+    found = classify_user_text(message.text, message.display_text)
+    kind = found.kind
+    if kind is UserTextKind.REQUEST and found.request:
+        return found.request
+    if kind is UserTextKind.COMMAND:
+        if found.shell:
+            return f"[the user ran: {found.command} {_clip(found.shell, 600)}]"
+        return f"[the user ran the agent command {found.command}]" if found.command else None
+    if kind is UserTextKind.NOTIFICATION:
+        return f"[a background task reported: {shorten(_untagged(message.text), 300)}]"
+    if kind is UserTextKind.ACKNOWLEDGEMENT:
+        return message.text.strip()
+    return None
+
+
+def _untagged(text: str) -> str:
+    """``text`` without its markup (a notification's ``<summary>…</summary>`` stays as words)."""
+    return " ".join(_TAG.sub(" ", text).split())
+
+
+_TAG = re.compile(r"</?[A-Za-z][\w-]*[^>]*>")
+
+
 def render_message(message: Message) -> str | None:
     """One message of ``render_messages`` (``None`` for sub-agent records and empty ones)."""
     if message.is_sidechain:
         return None
     lines: list[str] = []
-    if message.text.strip():
-        lines.append(_clip(message.text.strip(), TEXT_CHARS))
+    text = message.text.strip()
+    if text and message.role == "user" and not message.tool_results:
+        text = (_person_text(message) or "").strip()
+    if text:
+        lines.append(_clip(text, TEXT_CHARS))
     lines.extend(_render_call(call) for call in message.tool_calls)
     for result in message.tool_results:
         status = "failed" if result_failed(result) else "ok"

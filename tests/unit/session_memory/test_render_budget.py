@@ -38,3 +38,28 @@ def test_long_conversation_keeps_the_most_recent_part_within_budget() -> None:
     assert "turn 399" in body and "turn 11 " not in body
     assert TOKEN not in rendered and "[REDACTED:github]" in body
     assert found == 1  # only what is shown was scanned
+
+
+def test_the_writer_reads_what_the_person_typed_not_the_wrappers() -> None:
+    """Editor context blocks, the /clear record and its output, an expanded /init prompt and a
+    background task's notification never reach the model as if the person wrote them."""
+    messages = [
+        Message(id="a", role="user", text="<ide_opened_file>The user opened the file "
+                "/repo/y.py in the IDE.</ide_opened_file>fix the bug in y.py"),
+        Message(id="b", role="user", text="<command-name>/clear</command-name>\n"
+                "<command-message>clear</command-message>\n<command-args></command-args>"),
+        Message(id="c", role="user", text="<local-command-stdout></local-command-stdout>"),
+        Message(id="d", role="user", text="Please analyze this codebase and create a CLAUDE.md "
+                "file", is_meta=True),
+        Message(id="e", role="user", text="<task-notification><task-id>b1</task-id><status>"
+                "completed</status><summary>npm test completed (exit code 0)</summary>"
+                "</task-notification>"),
+        Message(id="f", role="user", text="<bash-input>make lint</bash-input>"),
+    ]
+    rendered = render_messages(messages)
+    assert rendered.split("\n\n") == [
+        "### user\nfix the bug in y.py",
+        "### user\n[the user ran the agent command /clear]",
+        "### user\n[a background task reported: b1 completed npm test completed (exit code 0)]",
+        "### user\n[the user ran: ! make lint]",
+    ]
