@@ -236,6 +236,39 @@ def test_rejected_huge_requests_do_not_grow_the_server(workspace: Path, logs: Pa
         server.kill()
 
 
+def test_refused_arguments_under_the_limit_are_not_kept(workspace: Path, logs: Path) -> None:
+    """15 MB requests (under the message limit) whose arguments are refused: the refusal
+    must not keep the input alive (it did through the ValidationError chained to it, 15 MB per
+    request: 80 -> 501 MiB after 25). The first ones raise the allocator's high-water mark;
+    the next ten add nothing."""
+    server = RawServer(workspace, logs)
+    try:
+        server.initialize()
+        assert server.status() is not None
+
+        def refuse(first: int, count: int) -> None:
+            for i in range(first, first + count):
+                head = (b'{"jsonrpc":"2.0","id":%d,"method":"workspace/executeCommand","params":'
+                        b'{"command":"reverie.server.status","arguments":[{"x":"' % i)
+                body = head + b"a" * (15 * 1024 * 1024 - len(head) - 4) + b'"}]}}'
+                server.send_raw(_frame(body))
+                refused = server.response(i, timeout=60)
+                assert refused is not None and refused["error"]["code"] == -32602, refused
+
+        refuse(700, 5)
+        time.sleep(0.5)
+        settled = _rss(server.proc.pid)
+        refuse(800, 10)
+        time.sleep(0.5)
+        after = _rss(server.proc.pid)
+        print(f"RSS after 5 refused 15 MB requests {settled / 2**20:.1f} MiB, after 10 more "
+              f"{after / 2**20:.1f} MiB")
+        assert after - settled < 32 * 2**20, (settled, after)
+        assert server.close() == 0
+    finally:
+        server.kill()
+
+
 def test_a_fifo_lock_does_not_hang_the_server(workspace: Path, logs: Path, tmp_path: Path) -> None:
     """Issue 17.8: ``lockStatus`` (and then shutdown) with a FIFO as ``.consolidate-lock``."""
     import os

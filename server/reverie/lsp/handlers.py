@@ -74,7 +74,10 @@ def parse_args(model: type[A], args: tuple[Any, ...]) -> A:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise JsonRpcInvalidParams(message=f"invalid arguments: {describe(exc)}") from None
+        message = f"invalid arguments: {describe(exc)}"
+    # raised outside the handler so the refusal keeps no link to the ValidationError, which
+    # holds the input (a refused 15 MB argument stayed in memory as long as the refusal did)
+    raise JsonRpcInvalidParams(message=message)
 
 
 def describe(exc: ValidationError) -> str:
