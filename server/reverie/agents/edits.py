@@ -133,6 +133,19 @@ def is_empty_json(text: str) -> bool:
         return False
 
 
+def our_hook_commands(text: str) -> list[str]:
+    """The commands of Reverie's hook groups in a settings / hooks JSON text."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return []
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    if not isinstance(hooks, dict):
+        return []
+    return [str(hook.get("command", "")) for groups in hooks.values() if isinstance(groups, list)
+            for group in groups if _is_ours(group) for hook in group["hooks"]]
+
+
 def has_json_hooks(text: str) -> bool:
     try:
         data = json.loads(text) if text.strip() else {}

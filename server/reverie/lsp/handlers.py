@@ -131,6 +131,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
         await ls.start_tracking()
     finally:
         ls.ready.set()
+    ls.run_task(ls.repair_agent_hooks(), "repair agent hooks")
 
 
 async def did_change_configuration(

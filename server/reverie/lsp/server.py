@@ -750,6 +750,16 @@ class ReverieLanguageServer(LanguageServer):
             if path:
                 self.refresh_file_diagnostics(Path(path))
 
+    async def repair_agent_hooks(self) -> None:
+        """Agents whose Reverie hooks name an interpreter that is gone (after an extension
+        update, the old bundle's) are connected again with this server's (``agents.repair``)."""
+        from reverie.agents.repair import repair_hooks
+
+        for tracker in list(self.trackers.values()):
+            repaired = await asyncio.to_thread(repair_hooks, tracker.folder, tracker.settings)
+            if repaired:
+                tracker.connections_cache = None
+
     async def stop_tracking(self, folder: Path) -> None:
         tracker = self.trackers.pop(folder.resolve(), None)
         if tracker is not None:

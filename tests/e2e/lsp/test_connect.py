@@ -58,3 +58,35 @@ async def test_connect_errors_are_failed_requests(start_server, workspace):
     with pytest.raises(JsonRpcException) as info:
         await s.command("reverie.server.connectAgent", {"agent": "aider", "bogus": 1})
     assert "bogus" in str(info.value)
+
+
+async def test_the_server_rewrites_hooks_left_by_a_previous_version(start_server, workspace,
+                                                                   reverie_env):
+    """After an extension update the hooks name the old bundle's folder: the new server
+    connects the agent again at start-up, with its own interpreter."""
+    import asyncio
+    import json
+    import sys
+
+    from reverie.agents.connection import connect
+    from reverie.config import Settings
+
+    settings = Settings(data_dir=reverie_env["data"], agent_home=reverie_env["agent_home"])
+    connect("claude-code", workspace.resolve(), "personal", settings)
+    local = workspace / ".claude" / "settings.local.json"
+    gone = workspace.parent / "reverie-0.0.9" / "bundled" / "libs"
+    text = local.read_text()
+    stale = text.replace(json.dumps(sys.executable)[1:-1],
+                         f"env PYTHONPATH={gone} {sys.executable}")
+    assert stale != text
+    local.write_text(stale)
+
+    await start_server(init_options={"dreamEnabled": False})
+    for _ in range(150):
+        if str(gone) not in local.read_text():
+            break
+        await asyncio.sleep(0.1)
+    hooks = json.loads(local.read_text())["hooks"]
+    commands = [g["hooks"][0]["command"] for groups in hooks.values() for g in groups]
+    assert len(commands) == 2 and not any(str(gone) in c for c in commands), commands
+    assert all(" -P -m reverie hook " in c for c in commands)
