@@ -10,8 +10,9 @@ current index. The model still decides what to write; Reverie still validates wh
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
+from reverie.analysis.models import SessionAnalysis
 from reverie.curation.candidates import session_facts
 from reverie.curation.sessions import SessionSource, analyse_source
 from reverie.redact import redact
@@ -41,18 +42,27 @@ def candidate_lines(sources: Sequence[SessionSource], *,
                     limit: int = MAX_CANDIDATES) -> list[str]:
     """The durable facts Reverie reads in ``sources`` (oldest session first), one line each
     with its evidence; unreadable sessions are skipped. Blocking: call from a thread."""
-    lines: list[str] = []
-    for source in sorted(sources, key=lambda s: s.updated_at):
+    return analysis_lines(_analyses(sorted(sources, key=lambda s: s.updated_at)), limit=limit)
+
+
+def _analyses(sources: Iterable[SessionSource]) -> Iterator[SessionAnalysis]:
+    for source in sources:  # one at a time: only the lines are kept
         try:
-            analysis = analyse_source(source)
+            yield analyse_source(source)
         except (TranscriptError, OSError) as exc:
             logger.info("candidate facts: skipped %s: %s", source.path, exc)
-            continue
+
+
+def analysis_lines(analyses: Iterable[SessionAnalysis], *,
+                   limit: int = MAX_CANDIDATES) -> list[str]:
+    """``candidate_lines`` of analyses already made (oldest first)."""
+    lines: list[str] = []
+    for analysis in analyses:
         for fact in session_facts(analysis):
             text, _ = redact(" ".join(fact.text.split()))
             if len(text) > MAX_CANDIDATE_CHARS:
                 text = text[:MAX_CANDIDATE_CHARS - 1] + "…"
-            lines.append(f"- ({fact.kind}) {text} [session {source.session_id}, "
+            lines.append(f"- ({fact.kind}) {text} [session {analysis.session_id}, "
                          f"{fact.day.isoformat()}]")
     return lines[-limit:]
 

@@ -13,6 +13,7 @@ from reverie.analysis.analyser import SessionAnalyser
 from reverie.analysis.models import SessionAnalysis
 from reverie.curation.candidates import statement_facts
 from reverie.curation.facts import Fact
+from reverie.transcripts.model import Session, Transcript
 
 _HEADER = re.compile(r"^#\s+(.+?)\s*$")
 #: notes sections whose bullets may state standing rules
@@ -39,10 +40,23 @@ def analyse_source(source: SessionSource) -> SessionAnalysis:
     analyser = SessionAnalyser()
     for message in reader:
         analyser.feed(message)
-    session = reader.session
-    update: dict[str, object] = {"id": source.session_id}
-    if source.cwd and not session.cwd:
-        update["cwd"] = source.cwd
+    return _result(analyser, reader.session, source.session_id, source.cwd)
+
+
+def analyse_transcript(transcript: Transcript, session_id: str,
+                       cwd: str | None = None) -> SessionAnalysis:
+    """The same analysis of a transcript already in memory (no second read of the file)."""
+    analyser = SessionAnalyser()
+    for message in transcript.messages:
+        analyser.feed(message)
+    return _result(analyser, transcript.session, session_id, cwd)
+
+
+def _result(analyser: SessionAnalyser, session: Session, session_id: str,
+            cwd: str | None) -> SessionAnalysis:
+    update: dict[str, object] = {"id": session_id}
+    if cwd and not session.cwd:
+        update["cwd"] = cwd
     return analyser.result(session.model_copy(update=update))
 
 

@@ -97,16 +97,17 @@ def _redacted(summary: ConversationSummary) -> ConversationSummary:
     )
 
 
-def _fact_lines(inputs: Sequence[SessionInput]) -> list[str]:
-    """Reverie's own candidate facts of the reviewed sessions, one brief line each (blocking)."""
-    from reverie.curation.brief import candidate_lines
-    from reverie.curation.sessions import SessionSource
+def _fact_lines(loaded: Sequence[tuple[SessionInput, Transcript | None, str | None,
+                                        str | None]]) -> list[str]:
+    """Reverie's own candidate facts of the reviewed sessions, one brief line each, from the
+    transcripts already loaded for the summaries (blocking)."""
+    from reverie.curation.brief import analysis_lines
+    from reverie.curation.sessions import analyse_transcript
 
-    return candidate_lines([
-        SessionSource(session_id=item.ref.session_id, path=item.ref.path, cwd=item.ref.cwd,
-                      updated_at=item.ref.updated_at, agent=item.ref.agent)
-        for item in inputs
-    ])
+    readable = sorted(((item, t) for item, t, _notes, _error in loaded if t is not None),
+                      key=lambda pair: pair[0].ref.updated_at)
+    return analysis_lines(analyse_transcript(transcript, item.ref.session_id, item.ref.cwd)
+                          for item, transcript in readable)
 
 
 def deep_sleep_offline(inputs: Sequence[SessionInput]) -> DeepResult:
@@ -155,7 +156,7 @@ async def deep_sleep_with_model(
     import asyncio
 
     loaded = await asyncio.to_thread(lambda: [(item, *_load(item)) for item in inputs])
-    fact_lines = await asyncio.to_thread(_fact_lines, inputs)
+    fact_lines = await asyncio.to_thread(_fact_lines, loaded)
     requests: list[BatchRequest] = []
     by_id: dict[str, tuple[SessionInput, Transcript]] = {}
     failures: dict[str, str] = {}
