@@ -53,14 +53,14 @@ from reverie.agents.results import (
 )
 from reverie.agents.specs import Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
 
-class ConnectError(ValueError):
-    """A one-line reason why nothing was written (a ``ValueError``: the server's commands
-    report those as a failed request)."""
+class ConnectError(UserError):
+    """A one-line reason why nothing was written (the front ends show it as a refusal)."""
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from reverie.fsutil import atomic_write_text
-from reverie.memory.lock import state_dir
+from reverie.memory.paths import state_dir
 
 logger = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reverie.curation.brief import candidate_lines, candidates_section, rules_section
 from reverie.dream.offline import SessionSource
+from reverie.errors import ReverieError
 from reverie.events import EventSink, JobEvent
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_LINES, visible_files
@@ -37,7 +38,7 @@ SYSTEM = (
 )
 
 
-class NoToolsRejected(ValueError):
+class NoToolsRejected(ReverieError, ValueError):
     """The model's changes were not applied (a denied path, a failed write)."""
 
 

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from reverie.background import Runner
     from reverie.lsp.server import ReverieLanguageServer
     from reverie.lsp.tracking import WorkspaceTracker
-    from reverie.memory.lock import LockStatus
     from reverie.session_memory.source import TranscriptConversation
     from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
@@ -231,72 +230,6 @@ def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
     )
 
 
-# --- lock status ---------------------------------------------------------------------------------
-
-
-async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
-    """Exactly what ``reverie lock --json`` reports for this workspace (same computation)."""
-    from reverie.memory.lock import ConsolidationLock, lock_status
-    from reverie.transcripts.discovery import sessions_touched_since
-
-    s = tracker.settings
-    memory_dir = tracker.memory_dir
-    exclude = tracker.current.session_id if tracker.current else None
-
-    def compute() -> LockStatus:
-        last = ConsolidationLock(memory_dir).last_consolidated_at()
-        since = last or datetime.fromtimestamp(0, UTC)
-        try:
-            count: int | None = len(
-                sessions_touched_since(tracker.folder, s.agent_home, since, exclude)
-            )
-        except OSError:
-            count = None
-        return lock_status(
-            memory_dir,
-            sessions_since=count,
-            min_hours=s.dream_min_hours,
-            min_sessions=s.dream_min_sessions,
-            enabled=s.dream_enabled,
-            remote_mode=s.remote_mode,
-            auto_memory=s.auto_memory_enabled,
-            throttled=tracker.server.dream_throttle.blocked(memory_dir,
-                                                            s.dream_scan_interval_seconds),
-        )
-
-    return await asyncio.to_thread(compute)
-
-
-async def recover_lock(tracker: WorkspaceTracker) -> None:
-    """At start-up: finish or roll back a run a killed process left, and say what was done."""
-    from reverie.memory.lock import ConsolidationLock
-    from reverie.memory.session import recover_memory_dir
-
-    memory_dir = tracker.memory_dir
-
-    def recover() -> tuple[int | None, str | None]:
-        if not memory_dir.is_dir():
-            return None, None
-        lock = ConsolidationLock(memory_dir)
-        pid, _ = lock.read()
-        if pid is None or lock.holder_alive(pid):
-            return None, None
-        finished = recover_memory_dir(memory_dir)
-        with lock.guard():
-            restored = lock.recover_dead_holder()
-        if finished:
-            return pid, "Reverie completed its interrupted run and kept the new consolidation time"
-        if restored:
-            return pid, "Reverie rolled it back and restored the previous consolidation time"
-        return pid, "the next dream will take it over"
-
-    pid, action = await asyncio.to_thread(recover)
-    if pid is not None:
-        tracker.lock_recovery_pid = pid
-        tracker.lock_recovery = action
-        logger.warning("lock in %s left by dead PID %s: %s", memory_dir, pid, action)
-
-
 # --- dream ---------------------------------------------------------------------------------------
 
 
@@ -324,7 +257,7 @@ async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
     if throttle.blocked(memory_dir, s.dream_scan_interval_seconds):
         return None
     throttle.mark(memory_dir)
-    status = await compute_lock_status(tracker)
+    status = await tracker.lock_status()
     sessions = status.sessions_since or 0
     if sessions < s.dream_min_sessions:
         server.on_job_event(
@@ -361,6 +294,7 @@ def start_dream(
             throttle=_RunnerThrottle(),
             run=server.dream_job_call,
             abort=server.abort_dream_job,
+            writer=server.memory_writer,
         )
         request = DreamRequest(
             workspace=tracker.folder,
