@@ -487,8 +487,8 @@ class DreamRunner:
                           client: ModelClient, job_id: str, gate: Any, read_roots: list[Path],
                           notes: list[Path], extra: str) -> _Outcome:
         """The tool loop, or the structured no-tools form when the model cannot call tools."""
+        from reverie.llm.capabilities import choose_mode, remember_no_tools
         from reverie.tools.loop import run_tool_loop
-        from reverie.tools.no_tools import choose_mode, remember_no_tools
 
         memory_dir = staged.live_dir
         redacting = _RedactingClient(client)

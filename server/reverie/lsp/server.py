@@ -43,7 +43,8 @@ from reverie.dream.gates import ScanThrottle
 from reverie.errors import UserError
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
-from reverie.lsp.adapters import ConversationDigests, session_memory_sink
+from reverie.lsp.adapters import session_memory_sink
+from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry

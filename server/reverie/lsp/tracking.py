@@ -15,10 +15,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reverie.config import ProjectPaths, Settings, ensure_private_dir
+from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
-from reverie.fsutil import atomic_write_text
+from reverie.fsutil import atomic_write_text, ensure_private_dir
 from reverie.lsp import diagnostics as diag
+from reverie.lsp.adapters import (
+    auto_dream_if_due,
+    feed_session_memory,
+    forced_extraction,
+    start_dream,
+)
 from reverie.lsp.jobs import Job, JobResult
 from reverie.lsp.protocol import (
     AppendMessagesParams,
@@ -32,7 +38,7 @@ from reverie.lsp.protocol import (
 from reverie.services.sessions import NoSession
 
 if TYPE_CHECKING:
-    from reverie.lsp.server import ReverieLanguageServer
+    from reverie.lsp.context import ServerContext
     from reverie.memory.lock import LockStatus
     from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
@@ -49,7 +55,7 @@ _PLACE_FIELDS = ("agent_home", "data_dir", "memory_dir", "memory_dir_preset", "w
 class WorkspaceTracker:
     """Everything Reverie follows for one workspace folder."""
 
-    def __init__(self, server: ReverieLanguageServer, folder: Path) -> None:
+    def __init__(self, server: ServerContext, folder: Path) -> None:
         self.server = server
         self.folder = folder
         self.sessions: dict[str, SessionRef] = {}
@@ -316,16 +322,12 @@ class WorkspaceTracker:
     async def _feed_session_memory(
         self, ref: SessionRef, session: Session, digests: list[MessageDigest]
     ) -> None:
-        from reverie.lsp.adapters import feed_session_memory
-
         try:
             await feed_session_memory(self, ref, session, digests)
         except Exception:
             logger.exception("session memory failed for %s", ref.session_id)
 
     async def update_notes(self, session_id: str | None) -> JobStarted:
-        from reverie.lsp.adapters import forced_extraction
-
         sid = self._session_id(session_id)
         ref = self.sessions.get(sid)
         if ref is None:
@@ -349,8 +351,6 @@ class WorkspaceTracker:
         self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
 
     async def _check_dream(self) -> None:
-        from reverie.lsp.adapters import auto_dream_if_due
-
         self._dream_check_pending = False
         if self.server.shutting_down:
             return
@@ -360,8 +360,6 @@ class WorkspaceTracker:
             logger.exception("dream gate check failed for %s", self.folder)
 
     async def manual_dream(self, extra_context: str | None, logs_mode: bool) -> JobStarted:
-        from reverie.lsp.adapters import start_dream
-
         running = self.server.jobs.running_with_key(self.dream_key())
         if running is not None:
             return JobStarted(job_id=running.id, title=running.title, already_running=True)
