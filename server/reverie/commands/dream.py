@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.dream.models import DreamRequest
+    from reverie.dream.runner import DreamRunner
     from reverie.services.wiring import memory_writer
 
     settings = load_settings()

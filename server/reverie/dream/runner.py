@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel
 
 from reverie.background import Runner, run_in_background
 from reverie.config import ProjectPaths, Settings
@@ -28,6 +28,7 @@ from reverie.dream.daily_log import (
     scan_unconsolidated,
 )
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
+from reverie.dream.models import DreamRequest, DreamResult
 from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
 from reverie.events import EventSink, EventType, JobEvent, discard_events
@@ -47,56 +48,6 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 ClientFactory = Callable[[Settings, Literal["dream"]], ModelClient]
 DREAM_TOOLS = ("read_file", "list_dir", "glob", "grep", "edit_file", "write_file")
-
-
-class DreamRequest(BaseModel):
-    """What to dream about. ``manual`` bypasses the scheduling gates."""
-
-    workspace: Path
-    manual: bool = False
-    extra: str = ""
-    logs: bool = False
-    current_session_id: str | None = None
-    is_subagent: bool = False
-
-
-class DreamResult(BaseModel):
-    """The outcome of one dream. ``as_json`` is the ``reverie dream --json`` contract."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    ran: bool = False
-    skipped_reason: str | None = None
-    sessions_reviewed: int = 0
-    files_touched: list[str] = Field(default_factory=list)
-    turns: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    duration_ms: int = 0
-    run_id: str | None = None
-    memory_dir: str = ""
-    error: str | None = None
-    cancelled: bool = False
-    #: when the run began (monotonic clock): terminal events report the time taken so far
-    _started: float = PrivateAttr(default_factory=time.monotonic)
-
-    def elapsed_ms(self) -> int:
-        return int((time.monotonic() - self._started) * 1000)
-    summary: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "ran": self.ran,
-            "skipped_reason": self.skipped_reason,
-            "sessions_reviewed": self.sessions_reviewed,
-            "files_touched": self.files_touched,
-            "turns": self.turns,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "duration_ms": self.duration_ms,
-            "run_id": self.run_id,
-            "memory_dir": self.memory_dir,
-        }
 
 
 class _Outcome(BaseModel):
