@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-TRANSCRIPTS = FIXTURES / "transcripts"
+from support.paths import TRANSCRIPTS
 
 
 @pytest.fixture(autouse=True)

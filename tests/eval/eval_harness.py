@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_score import Labels, Score, expected_facts, load_labels, score_files
+from .eval_score import Labels, Score, expected_facts, load_labels, score_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 PATHS = ("notes", "dream", "sleep")

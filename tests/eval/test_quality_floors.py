@@ -8,14 +8,9 @@ lower one to make a change pass. GOAL is where issue 12 wants every path to end 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from eval_harness import PATHS, PathResult, pool, project_names, run_all
+from eval.eval_harness import PATHS, PathResult, pool, project_names, run_all
 
 # path: (min recall, min precision, max wrong claims, max leaked secrets, max index lines > 150)
 # Set at what main achieves, less a small margin (figures: tests/bench/README.md, "quality").
@@ -80,7 +75,7 @@ def heldout(all_results: list[PathResult]) -> dict[str, PathResult]:
 
 
 def test_the_set_is_big_enough() -> None:
-    from eval_harness import Fixture
+    from eval.eval_harness import Fixture
 
     fixtures = [Fixture.load(name) for name in project_names()]
     multi = [f for f in fixtures if len(f.sessions) >= 2 and not f.labels.heldout]

@@ -12,7 +12,8 @@ import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.hostile.raw_lsp import RawServer
+
+from hostile.raw_lsp import RawServer
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reverie import redact as module
 from reverie.redact import kinds, redact, redact_value
-from reverie.testing.secrets import pathological_lines, planted_secrets
+from support.secrets import pathological_lines, planted_secrets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 

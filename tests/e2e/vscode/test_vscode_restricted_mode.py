@@ -37,12 +37,11 @@ from typing import Any
 
 import pytest
 
-from reverie.testing.fake_llm import FakeLLMServer
-from reverie.testing.scripts import load_script
+from e2e.vscode import workbench
+from support.fake_llm import FakeLLMServer
 
 pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
 
-workbench = load_script(Path(__file__).with_name("workbench.py"), "reverie_e2e_vscode_workbench")
 
 #: Python that records, outside the repository, that Python imported a file of the repository
 LOGGER = """import os, sys

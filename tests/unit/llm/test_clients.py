@@ -24,7 +24,7 @@ from reverie.llm.errors import (
 from reverie.llm.http import HttpModelClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage, ToolCallRequest, ToolSpec
-from reverie.testing.fake_llm import FakeLLMServer, Step, ToolCallSpec, estimate_input_tokens
+from support.fake_llm import FakeLLMServer, Step, ToolCallSpec, estimate_input_tokens
 
 from .conftest import API_KEY, RecordingSleep
 

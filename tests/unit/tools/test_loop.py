@@ -19,9 +19,9 @@ from reverie.llm.offline import OfflineClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 from reverie.tools.gate import PathGate
 from reverie.tools.loop import run_tool_loop
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 
 KEY = "sk-loop-KEY-0123456789abcdef"
 
