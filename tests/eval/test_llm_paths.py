@@ -12,6 +12,9 @@ import pytest
 from eval.eval_harness import project_names
 from eval.eval_llm import LlmResult, pooled, run_llm_all
 
+# the module's tests share one run of the whole set (its fixture): one xdist worker runs them
+pytestmark = pytest.mark.xdist_group("eval-llm-paths")
+
 # path: (min share of runs whose brief carries: facts, evidence, previous memory, newer-wins
 #        rule, formerly-form rule, never-keep rule; max long index lines; max noise lines kept)
 # Measured on main on 2026-12-01 (before issue 12's prompt work), all 5 projects (23 runs per

@@ -21,7 +21,9 @@ import pytest
 
 from bench import scale as bench_scale
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
+# wall-clock growth exponents: measured on their own (pytest -m bench -n 0), not beside a worker
+pytestmark = pytest.mark.bench
+
 MAX_EXPONENT = 1.3
 #: MB of peak RSS per MB of input
 MAX_RSS_SLOPE = {"notes": 2.0, "dream": 0.5, "sleep": 0.5}

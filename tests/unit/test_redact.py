@@ -143,6 +143,7 @@ def test_idempotent(text: str) -> None:
     assert count == 0
 
 
+@pytest.mark.bench  # wall-clock bounds: measured on its own (pytest -m bench -n 0)
 def test_fast_and_linear_on_long_text() -> None:
     chunk = ORDINARY_CODE + "sk-" + "a" * 19 + " Bearer short " + "-----BEGIN PRIVATE KEY-----\n"
     text = chunk * 2_000  # ~1.4 MB of near-misses

@@ -23,7 +23,9 @@ import pytest
 from e2e.vscode import workbench
 from reverie.config import ProjectPaths, Settings
 
-pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+# one real editor at a time, on one xdist worker: two code-servers with their Chromiums on a
+# 2-core machine would each miss their timeouts
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
 shot = workbench.shot
 run_command = workbench.run_command

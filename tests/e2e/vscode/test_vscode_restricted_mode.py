@@ -40,7 +40,8 @@ import pytest
 from e2e.vscode import workbench
 from support.fake_llm import FakeLLMServer
 
-pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+# one real editor at a time (see test_vscode_extension.py)
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
 
 #: Python that records, outside the repository, that Python imported a file of the repository

@@ -8,6 +8,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from reverie.session_memory.offline import build_notes
 from reverie.session_memory.template import default_template
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult
@@ -59,6 +61,7 @@ def _seconds(calls: int) -> float:
     return best
 
 
+@pytest.mark.bench  # a wall-clock ratio: measured on its own (pytest -m bench -n 0)
 def test_notes_time_grows_linearly() -> None:
     small = _seconds(1_500)
     large = _seconds(6_000)
