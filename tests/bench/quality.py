@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       keep=keep)
     llm = []
     if args.llm:
-        from eval_llm import llm_table, run_llm_all
+        from eval.eval_llm import llm_table, run_llm_all
 
         llm = run_llm_all(args.project or project_names(), keep=keep)
     if args.json:

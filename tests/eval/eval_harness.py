@@ -267,7 +267,7 @@ def _notes(sandbox: Sandbox, session_id: str, subprocess: bool,
 
 
 def _entry_count(files: dict[str, str]) -> int:
-    from eval_score import entries_of
+    from .eval_score import entries_of
 
     return sum(len(entries_of(text, name)) for name, text in files.items() if name != "MEMORY.md")
 
