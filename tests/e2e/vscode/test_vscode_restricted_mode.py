@@ -276,14 +276,6 @@ def test_trusting_the_folder_applies_its_interpreter_but_not_machine_settings(
     memory, elsewhere = workbench.memory_dir_of(trusting_code_server), ws.root / "redirected"
     before = workbench.the_server(trusting_code_server).pid
 
-    # seen once in a parallel run on a loaded machine: the window came back with the trust
-    # prompt up again, in front of the palette; answer it as the first test did
-    prompt = page.locator(
-        ".monaco-dialog-box", has_text="Do you trust the authors of the files in this folder?"
-    )
-    if prompt.is_visible():
-        prompt.locator(".monaco-button", has_text="No, I don't trust the authors").click()
-        expect(prompt).to_have_count(0, timeout=10_000)
     workbench.run_command(page, "Workspaces: Manage Workspace Trust")
     editor = page.locator(".workspace-trust-editor")
     expect(editor).to_be_visible(timeout=20_000)
