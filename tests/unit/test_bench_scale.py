@@ -21,7 +21,8 @@ import pytest
 
 from bench import scale as bench_scale
 
-# wall-clock growth exponents: measured on their own (pytest -m bench -n 0), not beside a worker
+# wall-clock growth exponents of whole CLI processes: measured on their own (pytest -m bench
+# -n 0), not beside another worker
 pytestmark = pytest.mark.bench
 
 MAX_EXPONENT = 1.3

@@ -143,19 +143,19 @@ def test_idempotent(text: str) -> None:
     assert count == 0
 
 
-@pytest.mark.bench  # wall-clock bounds: measured on its own (pytest -m bench -n 0)
 def test_fast_and_linear_on_long_text() -> None:
+    """CPU time, not wall-clock: what a neighbour on the machine takes does not count."""
     chunk = ORDINARY_CODE + "sk-" + "a" * 19 + " Bearer short " + "-----BEGIN PRIVATE KEY-----\n"
     text = chunk * 2_000  # ~1.4 MB of near-misses
-    started = time.perf_counter()
+    started = time.process_time()
     _, count = redact(text)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert count == 0
-    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s"
+    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s of CPU"
     doubled = text * 2
-    started = time.perf_counter()
+    started = time.process_time()
     redact(doubled)
-    assert time.perf_counter() - started < elapsed * 4 + 0.5  # no quadratic blow-up
+    assert time.process_time() - started < elapsed * 4 + 0.5  # no quadratic blow-up
 
 
 def _redact_every_rule(text: str) -> tuple[str, int]:

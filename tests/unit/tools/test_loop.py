@@ -175,7 +175,7 @@ async def test_loop_cancellation_propagates_promptly(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5  # at once, not after the 30 s reply (a loaded machine)
 
 
 async def test_loop_path_map_parameter(tmp_path: Path) -> None:
