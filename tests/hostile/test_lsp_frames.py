@@ -163,9 +163,10 @@ def test_lifecycle_violations(workspace: Path, logs: Path) -> None:
     server = RawServer(workspace, logs)
     try:
         started = time.monotonic()
-        early = server.status(timeout=10)
+        early = server.status(timeout=25)
         assert early is not None and early["error"]["code"] == -32002
-        assert time.monotonic() - started < 5  # at once, not after a 30 s wait
+        # at once, not after a 30 s wait (the bound includes the server's start on a busy machine)
+        assert time.monotonic() - started < 20
         server.initialize()
         again = server.response(server.request("initialize", {"processId": None,
                                                              "capabilities": {}}))
