@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import TRANSCRIPTS
+from support.paths import TRANSCRIPTS
 
 CLAUDE = next(TRANSCRIPTS.glob("claude-code/**/*.jsonl"))
 

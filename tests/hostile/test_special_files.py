@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import TRANSCRIPTS
 
 from reverie.memory.lock import ConsolidationLock
 from reverie.transcripts.lines import BOM
 from reverie.transcripts.reader import TranscriptError, load_transcript
 from reverie.transcripts.tail import TranscriptTail
+from support.paths import TRANSCRIPTS
 
 CLAUDE = next(TRANSCRIPTS.glob("claude-code/**/*.jsonl"))
 CODEX = next(TRANSCRIPTS.glob("codex/**/*.jsonl"))

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.hostile.swap import Swapper
 
+from hostile.swap import Swapper
 from reverie.memory import nofollow
 from reverie.memory.history import MemoryHistory
 from reverie.memory.undo import undo_run

@@ -214,6 +214,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow  # nine real processes killed mid-prune
 def test_a_kill_at_any_moment_leaves_a_valid_history(tmp_path: Path) -> None:
     memory_dir = tmp_path / "memory"
     runs = [_run(memory_dir, 400 - i, **{f"t{i % 7}__md": TOPIC.format(n=str(i), fact=str(i))})

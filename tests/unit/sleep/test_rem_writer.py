@@ -10,7 +10,7 @@ from reverie.config import ProjectPaths
 from reverie.memory.history import MemoryHistory
 from reverie.memory.store import MAX_INDEX_LINES, blocking_problems, check_index
 from reverie.memory.write import MemoryWriter
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step
+from support.fake_llm import FakeLLMServer, FakeRequest, Step
 
 from .test_cycle_model import REM_REPLY, cycle, is_rem, seed_memory, settings_for, summary_for
 
