@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from reverie.dream.gates import ScanThrottle
     from reverie.events import JobEvent
     from reverie.lsp.digests import ConversationDigests
-    from reverie.lsp.heap import HeapKeeper
     from reverie.lsp.jobs import JobRegistry
     from reverie.lsp.workers import ServerWorkers
     from reverie.memory.lock import LockStatus
@@ -37,7 +36,6 @@ class ServerContext(Protocol):
     jobs: JobRegistry
     workers: ServerWorkers
     conversations: ConversationDigests
-    heap: HeapKeeper
     dream_throttle: ScanThrottle
     memory_writer: MemoryWriter
     shutting_down: bool

@@ -35,7 +35,6 @@ from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.features import job_events
 from reverie.lsp.features.notes import session_memory_sink
 from reverie.lsp.framing import FrameReader, serve_frames
-from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.jsonrpc import ReverieProtocol
 from reverie.lsp.log import ClientLogHandler, level_number
@@ -105,8 +104,6 @@ class ReverieLanguageServer(LanguageServer):
         self.workers = ServerWorkers()
         self.conversations = ConversationDigests(self.workers.load_call,
                                                  self.workers.notes_call)
-        #: keeps garbage-collection pauses short (see ``reverie.lsp.heap``)
-        self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
         #: how every job of this server writes memory (with the after-apply hooks)

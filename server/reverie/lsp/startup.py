@@ -49,8 +49,6 @@ async def warm_up(server: ReverieLanguageServer) -> None:
             await asyncio.to_thread(importlib.import_module, name)
         except Exception:  # a part that is missing shows up when it is used
             logger.debug("could not pre-import %s", name, exc_info=True)
-    server.heap.settle()  # start-up data is long-lived: out of the collector's way
-    server.run_task(server.heap.tidy_when_idle(lambda: bool(server.jobs.running())), "heap")
     try:  # loading the CA bundle takes tens of ms: not on the loop at the first job
         from reverie.llm.http import shared_ssl_context
 

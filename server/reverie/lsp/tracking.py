@@ -276,8 +276,6 @@ class WorkspaceTracker:
         self.last_activity = time.monotonic()
         if digests:
             await self._feed_session_memory(ref, session, digests)
-            # the server keeps the digests: freeze them out of the collector's traversals
-            self.server.heap.settle()
         self.schedule_dream_check()
 
     async def append_pushed(self, pushed: AppendMessagesParams) -> None:
