@@ -29,8 +29,8 @@ from reverie.dream.daily_log import (
 )
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
 from reverie.dream.models import DreamRequest, DreamResult
-from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
+from reverie.dream.rule_based import OfflineResult, SessionSource, consolidate_sources
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToolsUnsupportedError
 from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ProgressCallback, ToolSpec

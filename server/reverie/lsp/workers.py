@@ -46,7 +46,7 @@ class ServerWorkers:
 
     @functools.cached_property
     def notes(self) -> ParseWorker:
-        """Offline notes extractions, run whole (``session_memory.offline_job``): only the new
+        """Offline notes extractions, run whole (``session_memory.rule_based_job``): only the new
         text comes back."""
         return _worker(IDLE_SECONDS)
 

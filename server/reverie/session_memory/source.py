@@ -36,7 +36,7 @@ from reverie.transcripts.model import Message, Session
 from reverie.transcripts.tokens import context_tokens
 
 if TYPE_CHECKING:
-    from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
+    from reverie.session_memory.rule_based_job import OfflineNotesJob, OfflineNotesResult
 
 
 
@@ -231,7 +231,7 @@ class InMemoryConversation:
         return await run_in_background(select)
 
     async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
-        from reverie.session_memory.offline_job import notes_from_messages
+        from reverie.session_memory.rule_based_job import notes_from_messages
 
         return await run_in_background(notes_from_messages, job, list(self.items))
 
@@ -270,7 +270,7 @@ class TranscriptConversation:
         return result
 
     async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
-        from reverie.session_memory.offline_job import notes_from_transcript
+        from reverie.session_memory.rule_based_job import notes_from_transcript
 
         run = self.job_run or self.run
         result: OfflineNotesResult = await run(
