@@ -29,6 +29,7 @@ from pathlib import Path
 from reverie.analysis.commands import CommandCategory, CommandInfo, analyse_command
 from reverie.analysis.models import (
     Change,
+    Commit,
     Decision,
     EndState,
     ErrorFix,
@@ -49,10 +50,14 @@ from reverie.analysis.outcomes import (
     is_rejection,
     is_slip,
     mentioned_files,
+    output_verdict,
+    prose,
     result_failed,
     shorten,
     still_running,
+    without_edits,
 )
+from reverie.analysis.slash import split_commands
 from reverie.analysis.statements import (
     StatementKind,
     avoided,
@@ -95,6 +100,7 @@ class Limits:
     #: changes remembered to credit a fix (the one before a pass is looked for among them)
     recent_changes: int = 32
     command_cache: int = 8_192
+    commits: int = 40
 
 
 @dataclass(slots=True)
@@ -135,6 +141,10 @@ class _Failure:
     #: source files the failure's output names (a fix to one of them is the likeliest)
     mentions: frozenset[str] = frozenset()
     count: int = 1
+    #: the change count at this error's last occurrence (a fix is looked for after it)
+    last_at: int = 0
+    #: the error line with numbers, addresses and quotes' contents normalised away
+    signature: str = ""
 
 
 @dataclass(slots=True)
@@ -251,6 +261,9 @@ class SessionAnalyser:
         self._user_run_output: list[str] = []
         self._started: datetime | None = None
         self._updated: datetime | None = None
+        self._commits: deque[Commit] = deque(maxlen=self.limits.commits)
+        #: the agent logs tool results (Aider logs none: its edits are done when logged)
+        self._results_seen = False
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -281,6 +294,7 @@ class SessionAnalyser:
         elif message.role == "assistant":
             self._assistant(message)
         for result in message.tool_results:
+            self._results_seen = True
             if still_running(result):
                 continue  # the final result follows (Codex logs the command's end later)
             call = self._pending.pop(result.call_id, None)
@@ -310,8 +324,19 @@ class SessionAnalyser:
             return
         if not found.is_request or found.request is None:
             return
+        commands, request = split_commands(found.request)
+        if commands:
+            self._flush_pending()  # the person typed again: the calls before are over
+        for command in commands:
+            if command.name == "undo":
+                self._undo()
+            elif command.name in ("run", "test") and command.args:
+                self._flush_pending()
+                self._start_user_command(command.args, message)
+        if not request:
+            return  # only commands (``/diff``, ``/undo``, ``/ex``): nothing was asked
         self._flush_pending()
-        text = self._clean(found.request)[:_REQUEST_CHARS]
+        text = self._clean(request)[:_REQUEST_CHARS]
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
         self._count("requests")
         statements, task = split_request(text)
@@ -337,6 +362,14 @@ class SessionAnalyser:
         self._replying_to = "request"
         self._final = None
 
+    def _undo(self) -> None:
+        """``/undo``: the last commit not yet undone is reverted."""
+        for index in range(len(self._commits) - 1, -1, -1):
+            commit = self._commits[index]
+            if not commit.undone:
+                self._commits[index] = commit.model_copy(update={"undone": True})
+                return
+
     def _start_user_command(self, command: str, message: Message) -> None:
         """A command the person ran (Aider ``/run``): its output comes as the next system
         records; it is settled at the next user text or at the end."""
@@ -354,8 +387,12 @@ class SessionAnalyser:
         self._user_run = None
         output = "\n".join(self._user_run_output)
         code = _RUN_EXIT.search(output)
-        failed = bool(code and code.group(1) != "0")
-        self._outcome(run, failed, output if failed else "", has_result=True)
+        verdict = (code.group(1) == "0") if code else output_verdict(output)
+        if verdict is None:
+            # neither an exit code nor a test/lint summary: whether it passed is not known
+            self._outcome(run, False, "", has_result=False)
+            return
+        self._outcome(run, not verdict, output if not verdict else "", has_result=True)
 
     def _add_request(self, request: Request) -> None:
         key = hashlib.blake2b(" ".join(request.text.lower().split())[:200].encode(),
@@ -394,10 +431,17 @@ class SessionAnalyser:
             text = message.text.strip()  # redacted whole in ``result``, then cut
             self._last_reply = text
             if self._replying_to != "notification" and len(text) >= 200:
-                self._final = text
+                said = without_edits(text)  # an edit block is not a deliverable
+                self._final = said if len(said) >= 200 else None
         evidence: Evidence | None = None
         for call in message.tool_calls:
             self._count("tool_calls")
+            if call.name == "git_commit":
+                sha, note = call.input.get("sha"), call.input.get("message")
+                if isinstance(sha, str) and sha:
+                    self._commits.append(Commit(
+                        sha=sha[:12], message=self._clean(shorten(str(note or ""), 120)),
+                        evidence=Evidence(message_id=message.id, timestamp=message.timestamp)))
             if evidence is None:
                 evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
             facts = self._call_facts(call, evidence, message.is_sidechain)
@@ -554,15 +598,28 @@ class SessionAnalyser:
         self._count("failures")
         bucket = self._open.setdefault(key, {})
         signature = " ".join(check.split())
+        error = error_summary(output, 240)
+        error_signature = _error_signature(error)
         existing = bucket.get(signature)
         if existing is not None:
-            existing.count += 1
-            return
+            if existing.signature == error_signature:
+                existing.count += 1
+                existing.last_at = self._changes
+                return
+            # the same check now fails differently: the earlier error is gone, and what made
+            # it go is among the changes since its last occurrence (none: say nothing of it)
+            del bucket[signature]
+            self._open_count -= 1
+            changed = self._changes - existing.last_at
+            fix = self._credit(existing) if changed > 0 else None
+            if fix is not None:
+                self._keep(_Resolved(existing, "fixed", fix, max(changed - 1, 0), None, None))
         if len(bucket) >= self.limits.open_per_key or self._open_count >= self.limits.open_total:
             self._count("errors_dropped")
             return
-        bucket[signature] = _Failure(check, info, category, error_summary(output, 240),
-                                     evidence, self._changes, mentioned_files(output))
+        bucket[signature] = _Failure(check, info, category, error, evidence, self._changes,
+                                     mentioned_files(output), last_at=self._changes,
+                                     signature=error_signature)
         self._open_count += 1
 
     def _passed(self, key: str, info: CommandInfo | None, command: str,
@@ -575,7 +632,7 @@ class SessionAnalyser:
                 continue
             del bucket[signature]
             self._open_count -= 1
-            changed = self._changes - failure.changes_at
+            changed = self._changes - failure.last_at
             fix = self._credit(failure) if changed > 0 else None
             self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
                                  max(changed - 1, 0), command, evidence))
@@ -585,7 +642,7 @@ class SessionAnalyser:
     def _credit(self, failure: _Failure) -> _Change | None:
         """The change that fixed ``failure``: of the changes since it, the last one to a file
         its output named, else the last one to code (not docs or a changelog), else the last."""
-        since = [c for c in self._recent_changes if c.number > failure.changes_at]
+        since = [c for c in self._recent_changes if c.number > failure.last_at]
         if not since:
             return None
         named = [c for c in since if c.path.rsplit("/", 1)[-1] in failure.mentions]
@@ -638,6 +695,10 @@ class SessionAnalyser:
         when it was not known at the start)."""
         self._settle_user_command()
         session = session or self.session
+        # an agent that logs no results at all (Aider) logs a call once it is done
+        logs_results = self._results_seen or (session is not None and session.agent != "aider")
+        if not logs_results:
+            self._flush_pending()
         if session is not None:
             session = redact_session(session)  # its title is shortened below
         roots = [r.rstrip("/") for r in (
@@ -681,6 +742,7 @@ class SessionAnalyser:
                 failed_at=failure.evidence,
                 failures=failure.count,
                 status="still_failing",
+                changed_since=self._changes - failure.last_at,
             ))
         rules: list[Rule] = []
         decisions: list[Decision] = []
@@ -723,7 +785,8 @@ class SessionAnalyser:
                             commands=s.commands, edited=[self._clean(e) for e in s.edited],
                             edited_more=s.edited_more, failed=s.failed) for s in steps]
         in_progress = (
-            [self._describe(c, show) for c in self._turn_calls[-3:]] if self._turn_open else []
+            [self._describe(c, show) for c in self._turn_calls[-3:]]
+            if self._turn_open and logs_results else []
         )
         final = None
         if not self._turn_open and self._final is not None:
@@ -731,8 +794,8 @@ class SessionAnalyser:
         end = EndState(
             last_request=self._last_request[0] if self._last_request else None,
             last_request_at=self._last_request[1] if self._last_request else None,
-            last_reply=shorten(self._clean(self._last_reply)[:_REPLY_CHARS], 500)
-            if self._last_reply else None,
+            last_reply=shorten(self._clean(prose(self._last_reply))[:_REPLY_CHARS], 500)
+            if self._last_reply and prose(self._last_reply) else None,
             final_answer=final,
             in_progress=in_progress,
             last_check=self._clean(shorten(self._last_check[0], 200)) if self._last_check
@@ -763,6 +826,7 @@ class SessionAnalyser:
             errors=errors,
             files=files,
             worklog=worklog,
+            commits=list(self._commits),
             end=end,
             counts=summary,
         )
@@ -773,6 +837,16 @@ class SessionAnalyser:
         if call.paths:
             return f"{call.name} `{show(call.paths[0])}`"
         return call.name
+
+
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+(?:\.\d+)*|'[^']*'|\"[^\"]*\"", re.IGNORECASE)
+
+
+def _error_signature(error: str) -> str:
+    """What identifies an error across runs: its line without line numbers, addresses,
+    timings and quoted values (``main.py:487:16: F821 undefined name 'X'`` and the same at
+    another line are one error; a TypeError after an AttributeError is another)."""
+    return " ".join(_VOLATILE.sub("#", error.lower()).split())[:160]
 
 
 _PROSE_SUFFIXES = (".md", ".rst", ".txt", ".adoc")

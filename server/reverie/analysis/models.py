@@ -112,6 +112,17 @@ class ErrorFix(_Model):
     #: the passing command that proved it (same or broader check)
     proved_by: str | None = None
     proved_at: Evidence | None = None
+    #: changes made after its last failure (``still_failing``): it was not re-run since them
+    changed_since: int = 0
+
+
+class Commit(_Model):
+    """A commit the agent made (Aider commits every edit), and whether ``/undo`` reverted it."""
+
+    sha: str
+    message: str
+    evidence: Evidence
+    undone: bool = False
 
 
 class FileActivity(_Model):
@@ -198,6 +209,8 @@ class SessionAnalysis(_Model):
     errors: list[ErrorFix] = Field(default_factory=list)
     files: list[FileActivity] = Field(default_factory=list)
     worklog: list[WorkStep] = Field(default_factory=list)
+    #: commits made in the session, oldest first (bounded; see ``Limits.commits``)
+    commits: list[Commit] = Field(default_factory=list)
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

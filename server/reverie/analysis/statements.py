@@ -324,7 +324,35 @@ def split_request(request: str) -> tuple[list[Statement], str]:
         if found is not None:
             out.append(found)
         previous = found
-    return out, " ".join(task)
+    return _standing_only(out, task)
+
+
+#: what makes an instruction standing rather than a step of the task at hand
+_STANDING = re.compile(
+    r"\b(?:always|never|from now on|going forward|in the future|from here on|every time|"
+    r"each time|whenever|remember|at all times|under no circumstances|ever|no more|any more|"
+    r"anymore|in (?:this|the|our) (?:repo|repository|project|codebase)|as a rule|in general)\b")
+#: a sentence that leans on the conversation for what it is about ("It's just separate
+#: phase1.", "Put them into the existing one.")
+_ANAPHORA = re.compile(r"^(?:(?:and|but|so|also|then|no|ok|okay)[,\s]+)?"
+                       r"(?:it|it'?s|this|that|that'?s|they|them|these|those|there)\b", re.I)
+
+
+def _standing_only(statements: list[Statement], task: list[str]) -> tuple[list[Statement], str]:
+    """Keep the statements that stand on their own as rules. A bare "don't …" said next to a
+    task ("add the tree context cache. don't replace the tree cache.") constrains that task;
+    a sentence that starts with a pronoun needs the chat around it. Both go back to the task."""
+    has_task = any(len(t.split()) >= 3 for t in task)
+    kept: list[Statement] = []
+    for statement in statements:
+        low = statement.text.lower()
+        weak = statement.kind is StatementKind.RULE and not _STANDING.search(low)
+        leaning = statement.kind in _RULE_LIKE and _ANAPHORA.match(low) is not None
+        if (weak and has_task) or leaning:
+            task.append(statement.text)
+            continue
+        kept.append(statement)
+    return kept, " ".join(task)
 
 
 #: a literal each pattern's every match contains (a substring test is far cheaper than a
