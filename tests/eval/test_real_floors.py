@@ -12,10 +12,10 @@ from real_eval import grade_all, means
 
 #: (min notes mean, min single notes grade, min memory mean, max wrong claims)
 #: 2026-12-01, 15 Aider sessions of the aider repository: before issue 26's fixes the engine
-#: scored notes 2.30 (min 1.50), memory 1.50, 16 wrong claims; after: 4.93 (min 4.00), 2.00, 0.
-#: Memory's 2.00 is an honest low: the two durable facts (pytest, the isort/black/flake8 hooks)
-#: are not found, and no wrong line is written instead. Raise, never lower.
-FLOORS = (4.8, 4.0, 2.0, 0)
+#: scored notes 2.30 (min 1.50), memory 1.50, 16 wrong claims; after: 4.93 (min 4.00), 3.50, 0.
+#: Memory's 3.50: the pre-commit hooks (isort, black, flake8) are found; `pytest` is not kept
+#: because it never passed in these sessions (precision first). Raise, never lower.
+FLOORS = (4.8, 4.0, 3.5, 0)
 
 
 def test_real_sessions_meet_the_floors() -> None:

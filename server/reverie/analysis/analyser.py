@@ -57,6 +57,7 @@ from reverie.analysis.outcomes import (
     still_running,
     without_edits,
 )
+from reverie.analysis.shell_files import shell_edits, shell_reads
 from reverie.analysis.slash import split_commands
 from reverie.analysis.statements import (
     StatementKind,
@@ -77,6 +78,18 @@ _SHELL_NAMES = frozenset({"bash", "shell", "exec_command", "run_shell_command", 
 _RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
                          StatementKind.CORRECTION})
 _REQUEST_CHARS = 4_000
+#: a non-zero exit that reports nothing wrong
+_BENIGN_EXIT = re.compile(r"nothing to commit|nothing added to commit|no changes added to commit"
+                          r"|Already up[ -]to[ -]date|Everything up-to-date", re.IGNORECASE)
+#: pre-commit's report of a failing hook, and other hook managers' (husky, lefthook)
+_HOOK_ID = re.compile(r"^\W*- hook id: ([\w.-]+)\s*$", re.MULTILINE)
+#: pre-commit's line per hook: ``flake8.............Failed`` / ``black....Passed``
+_HOOK_STATUS = re.compile(r"^\W*([\w][\w .+/-]{0,40}?)\.{3,}(?:\(no files to check\))?"
+                          r"(?:Passed|Failed|Skipped)\s*$", re.MULTILINE)
+_HOOK_BLOCKED = re.compile(r"husky - \S+ hook exited|pre-commit hook (?:failed|exited)|"
+                           r"lefthook.*(?:failed|error)", re.IGNORECASE)
+_CHECKS = frozenset({CommandCategory.TEST, CommandCategory.LINT, CommandCategory.TYPECHECK,
+                     CommandCategory.BUILD, CommandCategory.FORMAT})
 _RUN_EXIT = re.compile(r"(?:Command exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
 _REPLY_CHARS = 3_000
 
@@ -264,6 +277,8 @@ class SessionAnalyser:
         self._commits: deque[Commit] = deque(maxlen=self.limits.commits)
         #: the agent logs tool results (Aider logs none: its edits are done when logged)
         self._results_seen = False
+        self._hooks: dict[str, None] = {}
+        self._hooks_block_commits = False
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -287,6 +302,8 @@ class SessionAnalyser:
                 and message.text and not message.tool_calls:
             if sum(len(t) for t in self._user_run_output) < 8_000:
                 self._user_run_output.append(self._clean(message.text)[:4_000])
+        if message.role == "system" and "hook id:" in message.text:
+            self._note_hooks(message.text)  # Aider's lint run after an edit
         if message.role == "user" and not message.tool_results and not message.is_sidechain \
                 and not message.is_meta and message.text:
             self._settle_user_command()
@@ -361,6 +378,16 @@ class SessionAnalyser:
         self._step = _Step(shorten(text, 90))
         self._replying_to = "request"
         self._final = None
+
+    def _note_hooks(self, output: str) -> bool:
+        """Remember the pre-commit-style hooks an output shows failing; whether it showed any."""
+        head = output[:20_000]
+        if _HOOK_ID.search(head) is None:
+            return bool(_HOOK_BLOCKED.search(head[:4_000]))
+        for match in _HOOK_STATUS.finditer(head):  # every hook the run listed, passed or not
+            if len(self._hooks) < 12:
+                self._hooks.setdefault(match.group(1).strip(), None)
+        return True
 
     def _undo(self) -> None:
         """``/undo``: the last commit not yet undone is reverted."""
@@ -458,6 +485,19 @@ class SessionAnalyser:
         raw = command_of(call)
         command: str | None = None
         info: CommandInfo | None = None
+        if raw is not None and call.kind is ToolKind.SHELL:
+            # an edit made through the shell (``bash -lc "applypatch <<'PATCH' …"``, a heredoc
+            # written to a file) is an edit of those files, not a project command
+            edited = shell_edits(raw, self.session.cwd if self.session else None)
+            if edited:
+                call = call.model_copy(update={
+                    "kind": ToolKind.EDIT, "file_paths": edited[:5],
+                    "input": {"patch": raw[:20_000]}})
+        elif raw is not None and call.kind in (ToolKind.EDIT, ToolKind.WRITE) \
+                and call.file_paths and "*** Begin Patch" in raw:
+            call = call.model_copy(update={"input": {**call.input, "patch": raw[:20_000]}})
+        if call.kind in (ToolKind.EDIT, ToolKind.WRITE) and call.file_paths:
+            raw = None  # the transcript marked it an edit with its paths (Codex's shell patch)
         if raw is not None:
             cached = self._command_cache.get(raw)
             if cached is None:
@@ -545,9 +585,24 @@ class SessionAnalyser:
             self._count("exploration_commands")
             if failed:
                 self._count("exploration_failures")
+                return
+            if info.key in _SEARCH_COMMANDS:
+                step.searches += 1
+                return
+            read = shell_reads(call.command or "", self.session.cwd if self.session else None)
+            if read:  # ``sed -n 1,80p x.py``, ``cat a b``, ``nl -ba x``: reads of those files
+                step.reads += 1
+                for path in read:
+                    self._file(path, call, read=True)
             return
         if failed and info.key.split(" ", 1)[0] in _SEARCH_COMMANDS and not output.strip():
             return  # a search that found nothing
+        if failed and _BENIGN_EXIT.search(output[:2_000]):
+            failed = False  # ``git commit`` with nothing to commit: not an error
+        if failed and "hook" in output:
+            found = self._note_hooks(output)
+            if found and info.key == "git commit":
+                self._hooks_block_commits = True
         if info.is_project:
             self._record_command(info, info.main, failed, has_result, call.evidence)
             if has_result:
@@ -572,6 +627,7 @@ class SessionAnalyser:
                     keys += [k for k in self._open if k.startswith(prefix) and k != keys[0]]
                 for key in keys:
                     self._passed(key, part, info.main, call.evidence)
+                self._supersede(part, info.main, call.evidence)
 
     def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
                         evidence: Evidence) -> None:
@@ -639,6 +695,25 @@ class SessionAnalyser:
         if not bucket:
             del self._open[key]
 
+    def _supersede(self, info: CommandInfo, command: str, evidence: Evidence) -> None:
+        """Open failures of another command at the same goal that this run did whole (``npm
+        test`` failed, ``npx vitest run`` worked): resolved by this run, not still failing."""
+        if info.category not in _CHECKS or info.scope:
+            return
+        for key in [k for k in self._open if k.startswith(f"{info.category.value}:")]:
+            failures = self._open[key]
+            for signature, failure in list(failures.items()):
+                if failure.info is None or not info.same_goal(failure.info):
+                    continue
+                del failures[signature]
+                self._open_count -= 1
+                changed = self._changes - failure.last_at
+                fix = self._credit(failure) if changed > 0 else None
+                self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
+                                     max(changed - 1, 0), command, evidence))
+            if not failures:
+                del self._open[key]
+
     def _credit(self, failure: _Failure) -> _Change | None:
         """The change that fixed ``failure``: of the changes since it, the last one to a file
         its output named, else the last one to code (not docs or a changelog), else the last."""
@@ -657,7 +732,7 @@ class SessionAnalyser:
             self._count("errors_dropped")
         self._resolved.append(resolved)
 
-    def _file(self, path: str, call: _Call) -> None:
+    def _file(self, path: str, call: _Call, *, read: bool = False) -> None:
         stats = self._files.get(path)
         if stats is None:
             if len(self._files) >= self.limits.files:
@@ -665,7 +740,7 @@ class SessionAnalyser:
                 return
             stats = _File(first_seen=len(self._files))
             self._files[path] = stats
-        if call.kind is ToolKind.READ:
+        if read or call.kind is ToolKind.READ:
             stats.reads += 1
             return
         stats.edits += 1
@@ -827,6 +902,8 @@ class SessionAnalyser:
             files=files,
             worklog=worklog,
             commits=list(self._commits),
+            hooks=[self._clean(h) for h in self._hooks],
+            hooks_block_commits=self._hooks_block_commits,
             end=end,
             counts=summary,
         )

@@ -211,6 +211,10 @@ class SessionAnalysis(_Model):
     worklog: list[WorkStep] = Field(default_factory=list)
     #: commits made in the session, oldest first (bounded; see ``Limits.commits``)
     commits: list[Commit] = Field(default_factory=list)
+    #: pre-commit-style hooks seen failing (``- hook id: flake8``), in order of appearance
+    hooks: list[str] = Field(default_factory=list)
+    #: a ``git commit`` failed on such a hook (the hooks block commits)
+    hooks_block_commits: bool = False
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

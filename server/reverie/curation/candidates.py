@@ -24,6 +24,7 @@ from reverie.curation.topics import (
     command_slot,
     fix_slot,
     humanise,
+    parse_fact,
     slug,
 )
 from reverie.memory.dates import normalise_dates
@@ -290,7 +291,25 @@ def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> 
     for error in analysis.errors:
         if fact := _fix_fact(error, analysis, when):
             facts.append(fact)
+    if fact := _hooks_fact(analysis, when):
+        facts.append(fact)
     return facts
+
+
+def _hooks_fact(analysis: SessionAnalysis, when: datetime) -> Fact | None:
+    """The checks that run as pre-commit hooks, seen failing in the session's own output
+    (``- hook id: flake8``): they gate every commit, so an agent should run them first."""
+    if not analysis.hooks:
+        return None
+    names = ", ".join(f"`{clean(h)}`" for h in analysis.hooks[:6])
+    text = f"Pre-commit hooks check the code: {names}"
+    if analysis.hooks_block_commits:
+        text += "; a failing hook blocks `git commit`"
+    # read back as a topic file would be, so the next run finds the same slot and subject
+    fact = parse_fact(text + ".", topic="")
+    fact.at, fact.first, fact.user = when, when.date(), False
+    fact.session, fact.sources = analysis.session_id, [analysis.session_id]
+    return fact
 
 
 def _correction_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:

@@ -167,3 +167,27 @@ def test_the_real_sessions_leave_no_rule_in_memory() -> None:
              for r in analyse_session(run.messages, run.session).rules]
     assert rules == []
     assert not any(re.search(r"tree cache|assume english", r, re.I) for r in rules)
+
+
+# -- class 7: durable facts the output shows ------------------------------------------------
+
+def test_pre_commit_hooks_seen_in_the_output_become_one_fact() -> None:
+    from reverie.curation.candidates import session_facts
+
+    runs = _runs()
+    lint = analyse_session(runs["0806-0944"].messages, runs["0806-0944"].session)  # aider a022
+    assert lint.hooks == ["isort", "black", "flake8"]
+    assert not lint.hooks_block_commits  # Aider ran them after an edit, no commit was refused
+    (fact,) = [f for f in session_facts(lint) if "hook" in f.text.lower()]
+    assert fact.text == "Pre-commit hooks check the code: `isort`, `black`, `flake8`."
+    blocked = analyse_session([
+        Message(id="u", role="user", text="commit the fix"),
+        *_shell(1, "git commit -m 'fix: import'", 1,
+                "black....................................................................Passed\n"
+                "flake8...................................................................Failed\n"
+                "- hook id: flake8\n- exit code: 1\n\naider/main.py:487:16: F821 undefined name"),
+    ])
+    assert blocked.hooks == ["black", "flake8"] and blocked.hooks_block_commits
+    (fact,) = [f for f in session_facts(blocked) if "hook" in f.text.lower()]
+    assert fact.text.endswith("a failing hook blocks `git commit`.")
+    assert not blocked.errors or all(e.category == "vcs" for e in blocked.errors)
