@@ -81,6 +81,29 @@ _REQUEST_CHARS = 4_000
 #: a non-zero exit that reports nothing wrong
 _BENIGN_EXIT = re.compile(r"nothing to commit|nothing added to commit|no changes added to commit"
                           r"|Already up[ -]to[ -]date|Everything up-to-date", re.IGNORECASE)
+#: a bare pick from a menu the agent offered: "B", "2", "a)", "y", "option 3"
+_MENU_CHOICE = re.compile(r"^\s*(?:option\s+)?[A-Za-z0-9][).:]?\s*$", re.IGNORECASE)
+#: the person takes back what they said just before
+_RETRACTION = re.compile(r"^\W*(?:no[,.!]?\s+)?(?:scratch that|ignore (?:that|what i said|my last"
+                         r"(?: message)?)|forget (?:that|what i said)|never ?mind|disregard that"
+                         r"|i take (?:that|it) back)\b", re.IGNORECASE)
+#: the end of a reply that asks the person to choose or confirm
+_ASKS_BACK = re.compile(r"\?\s*(?:```)?\s*$|\b(?:would you like|do you want|should i|shall i|"
+                        r"which (?:one|option|do you)|let me know (?:if|which|whether)|"
+                        r"please (?:confirm|choose|pick))\b", re.IGNORECASE)
+
+
+def _looks_pasted(text: str) -> bool:
+    """A prompt pasted from elsewhere (a task spec, an assignment): long and structured, with
+    headings or many list items. Its "Note:" and "Never …" lines are not this person's rules."""
+    if len(text) < 600:
+        return False
+    lines = text.splitlines()
+    structured = sum(1 for line in lines if _STRUCTURE.match(line))
+    return len(lines) >= 12 and structured >= 4 or text.count("\n#") >= 2
+
+
+_STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)")
 #: pre-commit's report of a failing hook, and other hook managers' (husky, lefthook)
 _HOOK_ID = re.compile(r"^\W*- hook id: ([\w.-]+)\s*$", re.MULTILINE)
 #: pre-commit's line per hook: ``flake8.............Failed`` / ``black....Passed``
@@ -278,6 +301,9 @@ class SessionAnalyser:
         #: the agent logs tool results (Aider logs none: its edits are done when logged)
         self._results_seen = False
         self._hooks: dict[str, None] = {}
+        #: the agent's last reply asked the person something (a short reply answers it)
+        self._agent_asked = False
+        self._last_statements = (0, 0)
         self._hooks_block_commits = False
 
     # -- feeding ----------------------------------------------------------------------------
@@ -355,11 +381,25 @@ class SessionAnalyser:
         self._flush_pending()
         text = self._clean(request)[:_REQUEST_CHARS]
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
+        asked, self._agent_asked = self._agent_asked, False
+        if _MENU_CHOICE.match(text):
+            self._count("answers")  # "B", "2)", "y": a pick from the agent's menu, not a task
+            return
         self._count("requests")
+        if _RETRACTION.match(text):
+            self._retract_last()
         statements, task = split_request(text)
+        if statements and (asked and len(text.split()) <= 15 or _looks_pasted(request)):
+            # an answer to the agent's question ("Put into existing with conversation
+            # incremental.") or a pasted prompt's "Note:" lines: not the person's standing rules
+            keep = [s for s in statements if s.kind not in _RULE_KINDS]
+            task = " ".join([task, *(s.text for s in statements if s.kind in _RULE_KINDS)])
+            statements = keep
+        first_statement = len(self._statements)
         for statement in statements:
             self._add_statement(_Statement(statement.kind, statement.text, statement.subject,
                                            statement.replaces, statement.chosen, evidence))
+        self._last_statements = (first_statement, len(self._statements))
         if is_correction(text) and not any(s.kind is StatementKind.CORRECTION
                                            for s in statements):
             self._corrections.append(Request(text=shorten(text, 400), evidence=evidence))
@@ -388,6 +428,14 @@ class SessionAnalyser:
             if len(self._hooks) < 12:
                 self._hooks.setdefault(match.group(1).strip(), None)
         return True
+
+    def _retract_last(self) -> None:
+        """"Scratch that" / "ignore what I said": the statements of the person's previous
+        message are withdrawn."""
+        start, end = self._last_statements
+        for statement in self._statements[start:end]:
+            if statement.superseded_by is None:
+                statement.superseded_by = "(withdrawn)"
 
     def _undo(self) -> None:
         """``/undo``: the last commit not yet undone is reverted."""
@@ -457,6 +505,7 @@ class SessionAnalyser:
         if main and message.text.strip():
             text = message.text.strip()  # redacted whole in ``result``, then cut
             self._last_reply = text
+            self._agent_asked = _ASKS_BACK.search(text[-400:]) is not None
             if self._replying_to != "notification" and len(text) >= 200:
                 said = without_edits(text)  # an edit block is not a deliverable
                 self._final = said if len(said) >= 200 else None

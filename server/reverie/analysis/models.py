@@ -187,6 +187,8 @@ class Summarised(_Model):
     #: tool calls the user rejected
     rejected: int = 0
     notifications: int = 0
+    #: bare picks from the agent's menu ("B", "2"): answers, not requests
+    answers: int = 0
     redactions: int = 0
     sidechain_messages: int = 0
 

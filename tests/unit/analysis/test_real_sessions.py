@@ -191,3 +191,58 @@ def test_pre_commit_hooks_seen_in_the_output_become_one_fact() -> None:
     (fact,) = [f for f in session_facts(blocked) if "hook" in f.text.lower()]
     assert fact.text.endswith("a failing hook blocks `git commit`.")
     assert not blocked.errors or all(e.category == "vcs" for e in blocked.errors)
+
+
+# -- class 3 (more): answers, menu picks, retractions, pasted prompts -----------------------
+
+def _chat(*turns: tuple[str, str]) -> list[Message]:
+    out: list[Message] = []
+    for n, (role, text) in enumerate(turns):
+        out.append(Message(id=f"m{n}", role=role, text=text))  # type: ignore[arg-type]
+    return out
+
+
+def test_an_answer_to_the_agents_question_is_not_a_rule() -> None:
+    analysis = analyse_session(_chat(
+        ("user", "add conversation export to the CLI"),
+        ("assistant", "I can put the exporter into the existing module or a new one. Which do "
+                      "you prefer?"),
+        ("user", "Put into existing with conversation incremental. Never a new module."),
+    ))
+    assert analysis.rules == []
+    assert any("existing" in r.text for r in analysis.requests)
+
+
+def test_a_bare_menu_pick_is_not_a_request_or_a_title() -> None:
+    analysis = analyse_session(_chat(
+        ("assistant", "Options:\nA) keep the cache\nB) drop it\nWhich one?"),
+        ("user", "B"),
+    ))
+    assert analysis.requests == [] and analysis.title is None
+    assert analysis.counts.answers == 1
+
+
+def test_a_retracted_rule_is_withdrawn() -> None:
+    analysis = analyse_session(_chat(
+        ("user", "Always keep phase1 in a separate module from now on."),
+        ("assistant", "Understood."),
+        ("user", "Scratch that, put phase1 with the rest."),
+    ))
+    assert [r.superseded_by for r in analysis.rules] == ["(withdrawn)"]
+    assert analysis.current_rules == []
+
+
+def test_note_lines_of_a_pasted_prompt_are_not_rules() -> None:
+    pasted = "\n".join([
+        "# Open Library Catalog Service", "", "## Scenario",
+        "You are a backend engineer at a startup building tools for libraries.",
+        "## Requirements", "- Fetch and store book data from the public API.",
+        "- Keep tenant data isolated.", "- Handle PII carefully.", "- Provide a local API.",
+        "## Notes", "Note: never log patron e-mail addresses in plain text.",
+        "Always write tests for every endpoint.",
+        "Deliver a README with setup steps and a short design discussion. " * 10,
+    ])
+    statements, _ = split_request(pasted)
+    assert statements  # on their own these would be rules...
+    analysis = analyse_session(_chat(("user", pasted)))
+    assert analysis.rules == []  # ...but pasted, they are the task's text, not the person's
