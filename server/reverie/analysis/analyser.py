@@ -100,7 +100,7 @@ def _looks_pasted(text: str) -> bool:
         return False
     lines = text.splitlines()
     structured = sum(1 for line in lines if _STRUCTURE.match(line))
-    return len(lines) >= 12 and structured >= 4 or text.count("\n#") >= 2
+    return (len(lines) >= 12 and structured >= 4) or text.count("\n#") >= 2
 
 
 _STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)")
@@ -389,7 +389,7 @@ class SessionAnalyser:
         if _RETRACTION.match(text):
             self._retract_last()
         statements, task = split_request(text)
-        if statements and (asked and len(text.split()) <= 15 or _looks_pasted(request)):
+        if statements and ((asked and len(text.split()) <= 15) or _looks_pasted(request)):
             # an answer to the agent's question ("Put into existing with conversation
             # incremental.") or a pasted prompt's "Note:" lines: not the person's standing rules
             keep = [s for s in statements if s.kind not in _RULE_KINDS]
