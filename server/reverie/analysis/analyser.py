@@ -66,6 +66,7 @@ from reverie.analysis.statements import (
     plain_statement,
     split_request,
 )
+from reverie.analysis.workflow import glob_failure, ignored_paths, tracker_form
 from reverie.redact import redact, redact_value
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
 from reverie.transcripts.redacted import redact_session
@@ -301,6 +302,10 @@ class SessionAnalyser:
         #: the agent logs tool results (Aider logs none: its edits are done when logged)
         self._results_seen = False
         self._hooks: dict[str, None] = {}
+        self._trackers: dict[str, None] = {}
+        self._ignored: dict[str, None] = {}
+        self._unquoted: dict[str, None] = {}
+        self._quoted: dict[str, None] = {}
         #: the agent's last reply asked the person something (a short reply answers it)
         self._agent_asked = False
         self._last_statements = (0, 0)
@@ -418,6 +423,28 @@ class SessionAnalyser:
         self._step = _Step(shorten(text, 90))
         self._replying_to = "request"
         self._final = None
+
+    def _workflow(self, command: str, failed: bool, output: str, has_result: bool) -> None:
+        """What the command shows of how the project works (tracker, ignored and quoted
+        paths): a few cheap checks, each bounded."""
+        if failed:
+            head = output[:20_000]
+            for path in ignored_paths(head) if "gitignore" in head else ():
+                if len(self._ignored) < 10:
+                    self._ignored.setdefault(path, None)
+            unexpanded = glob_failure(head) if "no matches found" in head else None
+            if unexpanded is not None and len(self._unquoted) < 10:
+                self._unquoted.setdefault(unexpanded, None)
+            return
+        if not has_result:
+            return
+        for path in [p for p in self._unquoted if f"'{p}'" in command or f'"{p}"' in command]:
+            del self._unquoted[path]
+            if len(self._quoted) < 10:
+                self._quoted.setdefault(path, None)
+        form = tracker_form(command) if command[:6].strip() else None
+        if form is not None and len(self._trackers) < 8:
+            self._trackers.setdefault(form, None)
 
     def _note_hooks(self, output: str) -> bool:
         """Remember the pre-commit-style hooks an output shows failing; whether it showed any."""
@@ -630,6 +657,7 @@ class SessionAnalyser:
                          has_result: bool) -> None:
         step = self._step
         step.commands += 1
+        self._workflow(call.command or info.main, failed, output, has_result)
         if info.category is CommandCategory.EXPLORE:
             self._count("exploration_commands")
             if failed:
@@ -648,7 +676,7 @@ class SessionAnalyser:
             return  # a search that found nothing
         if failed and _BENIGN_EXIT.search(output[:2_000]):
             failed = False  # ``git commit`` with nothing to commit: not an error
-        if failed and "hook" in output:
+        if failed and "hook" in output[:20_000]:
             found = self._note_hooks(output)
             if found and info.key == "git commit":
                 self._hooks_block_commits = True
@@ -953,6 +981,9 @@ class SessionAnalyser:
             commits=list(self._commits),
             hooks=[self._clean(h) for h in self._hooks],
             hooks_block_commits=self._hooks_block_commits,
+            tracker_commands=[self._clean(t) for t in self._trackers],
+            ignored_paths=[show(p) for p in self._ignored],
+            quoted_paths=[show(p) for p in self._quoted],
             end=end,
             counts=summary,
         )
@@ -1000,16 +1031,36 @@ def _supersedes(new: _Statement, old: _Statement) -> bool:
 def _title_of(task: str, asks: bool = True) -> str | None:
     """A title from a request: its first sentence that asks for something (``asks``; else its
     first line), chat framing dropped, at most twelve words."""
-    sentences = [p for p in _TITLE_SPLIT.split(task) if p.strip()]
+    sentences = [p for p in _TITLE_SPLIT.split(task) if p.strip()][:12]
     chosen = next((p for p in sentences if asks and _ASKS.search(p)), first_line(task, 400))
+    # a request that opens with the same instructions every time ("Work on bead rv-12. Run
+    # `bd show rv-12`. Please follow AGENTS.md…"): the first sentence that names the specific
+    # thing (an id, a path, code) says what this session is about
+    named = next((p for p in sentences[:6] if _specific(p)), None)
+    if named is not None and not _specific(chosen):
+        chosen = named
     words = plain_statement(first_line(chosen, 400), capitalise=False).split()
-    return shorten(" ".join(words[:12]), 100) or None
+    return shorten(" ".join(words[:12]), 100).rstrip(".") or None
 
 
 _TITLE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+#: what names one thing: an id (``rv-12``, ``ABC-123``, ``#42``), a path, code in backticks
+_SPECIFIC = re.compile(r"`[^`]{2,}`|#\d+\b|\b[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]*\d[A-Za-z0-9]*\b|"
+                       r"\b[\w-]+/[\w./-]+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|rb|java|kt|md|"
+                       r"json|toml|ya?ml|sql|css|html|vue|svelte|sh)\b")
+#: files every session of a repo mentions (its agent instructions): nothing specific
+_BOILERPLATE_FILES = re.compile(r"\b(?:AGENTS|CLAUDE|GEMINI|README|CONTRIBUTING|CONVENTIONS)"
+                                r"\.md\b", re.IGNORECASE)
+
+
+def _specific(sentence: str) -> bool:
+    return _SPECIFIC.search(_BOILERPLATE_FILES.sub("", sentence)) is not None
+
+
 _ASKS = re.compile(
     r"\b(?:fix|add|implement|make|update|create|write|build|change|refactor|rename|remove|"
     r"delete|migrate|debug|investigate|set up|install|deploy|switch|move|port|upgrade|support|"
+    r"work on|continue|resolve|address|tackle|pick up|"
     r"please|can you|could you|let'?s|need|want|why|how)\b|\?",
     re.IGNORECASE,
 )

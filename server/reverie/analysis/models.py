@@ -217,6 +217,12 @@ class SessionAnalysis(_Model):
     hooks: list[str] = Field(default_factory=list)
     #: a ``git commit`` failed on such a hook (the hooks block commits)
     hooks_block_commits: bool = False
+    #: the issue-tracker commands that worked, ids as ``<id>`` (``bd show <id>``)
+    tracker_commands: list[str] = Field(default_factory=list)
+    #: paths ``git add`` refused as gitignored
+    ignored_paths: list[str] = Field(default_factory=list)
+    #: paths that failed unquoted (zsh: "no matches found") and worked quoted
+    quoted_paths: list[str] = Field(default_factory=list)
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

@@ -145,15 +145,23 @@ _STRONG_ERROR = re.compile(
 #: Go's summary of a package that did not compile, and a compiler's ``file:line:col: message``
 _BUILD_FAILED = re.compile(r"^FAIL\s+\S+\s+\[(?:build|setup) failed\]")
 _DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w+:\d+(?::\d+)?: \S", re.MULTILINE)
-_PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
-                         r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
+#: a source file's extension right after a name character; the name is then read leftwards
+#: (a pattern that starts with ``[\w./-]*`` retries from every character of a long line)
+_PATH_END = re.compile(r"(?<=[\w-])\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
+                       r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
 
 
 def mentioned_files(output: str, limit: int = 20) -> frozenset[str]:
     """Base names of the source files a failure's output names (head and tail only)."""
     names: list[str] = []
-    for match in _PATH_TOKEN.finditer(_sample(output)):
-        names.append(match.group(0).rsplit("/", 1)[-1])
+    text = _sample(output)
+    for match in _PATH_END.finditer(text):
+        start = match.start()
+        while start > 0 and start > match.start() - 300 and (
+                text[start - 1] in _NAME_CHARS or text[start - 1].isalnum()):
+            start -= 1
+        names.append(text[start:match.end()].rsplit("/", 1)[-1])
         if len(names) >= limit:
             break
     return frozenset(names)

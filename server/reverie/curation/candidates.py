@@ -293,6 +293,32 @@ def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> 
             facts.append(fact)
     if fact := _hooks_fact(analysis, when):
         facts.append(fact)
+    facts.extend(_workflow_facts(analysis, when))
+    return facts
+
+
+def _as_fact(text: str, analysis: SessionAnalysis, when: datetime) -> Fact:
+    """A fact the session's commands showed, read back as a topic file would read it (so the
+    next run finds the same slot and subject)."""
+    fact = parse_fact(text, topic="")
+    fact.at, fact.first, fact.user = when, when.date(), False
+    fact.session, fact.sources = analysis.session_id, [analysis.session_id]
+    return fact
+
+
+def _workflow_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:
+    """The issue tracker in use, gitignored paths, paths the shell needs quoted."""
+    facts: list[Fact] = []
+    if analysis.tracker_commands:
+        tool = analysis.tracker_commands[0].split()[0]
+        forms = ", ".join(f"`{clean(t)}`" for t in analysis.tracker_commands[:4])
+        facts.append(_as_fact(f"Issues are tracked with `{tool}`: {forms}.", analysis, when))
+    for path in analysis.ignored_paths[:3]:
+        facts.append(_as_fact(f"`{clean(path)}` is gitignored: `git add` refuses it.",
+                              analysis, when))
+    for path in analysis.quoted_paths[:3]:
+        facts.append(_as_fact(f"Quote `{clean(path)}` in shell commands: unquoted, the shell "
+                              "expands its brackets and finds no match.", analysis, when))
     return facts
 
 
@@ -305,11 +331,7 @@ def _hooks_fact(analysis: SessionAnalysis, when: datetime) -> Fact | None:
     text = f"Pre-commit hooks check the code: {names}"
     if analysis.hooks_block_commits:
         text += "; a failing hook blocks `git commit`"
-    # read back as a topic file would be, so the next run finds the same slot and subject
-    fact = parse_fact(text + ".", topic="")
-    fact.at, fact.first, fact.user = when, when.date(), False
-    fact.session, fact.sources = analysis.session_id, [analysis.session_id]
-    return fact
+    return _as_fact(text + ".", analysis, when)
 
 
 def _correction_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:

@@ -246,3 +246,37 @@ def test_note_lines_of_a_pasted_prompt_are_not_rules() -> None:
     assert statements  # on their own these would be rules...
     analysis = analyse_session(_chat(("user", pasted)))
     assert analysis.rules == []  # ...but pasted, they are the task's text, not the person's
+
+
+def test_sessions_opening_with_the_same_boilerplate_get_distinct_titles() -> None:
+    boilerplate = ("Read AGENTS.md first. Please follow the conventions there and run the "
+                   "tests before you commit.")
+    titles = [analyse_session(_chat(("user", f"Work on bead {bead}. Run bd show {bead} to see "
+                                             f"the details. {boilerplate}"))).title
+              for bead in ("rv-12", "rv-31", "rv-40")]
+    assert titles == ["Work on bead rv-12", "Work on bead rv-31", "Work on bead rv-40"]
+
+
+def test_tracker_ignored_and_quoted_paths_become_facts() -> None:
+    from reverie.curation.candidates import session_facts
+
+    analysis = analyse_session([
+        Message(id="u", role="user", text="work on bead rv-12 and commit the build"),
+        *_shell(1, "bd show rv-12", 0, "rv-12 retry backoff [open]"),
+        *_shell(2, "cat app/[id]/page.tsx", 1, "zsh:1: no matches found: app/[id]/page.tsx"),
+        *_shell(3, "cat 'app/[id]/page.tsx'", 0, "export default function Page() {}"),
+        *_shell(4, "git add dist/app.js src/app.ts", 1,
+                "The following paths are ignored by one of your .gitignore files:\n"
+                "dist/app.js\nhint: Use -f if you really want to add them."),
+        *_shell(5, "bd close rv-12", 0, "Closed rv-12"),
+    ])
+    assert analysis.tracker_commands == ["bd show <id>", "bd close <id>"]
+    assert analysis.ignored_paths == ["dist/app.js"]
+    assert analysis.quoted_paths == ["app/[id]/page.tsx"]
+    texts = [f.text for f in session_facts(analysis)]
+    assert "Issues are tracked with `bd`: `bd show <id>`, `bd close <id>`." in texts
+    assert "`dist/app.js` is gitignored: `git add` refuses it." in texts
+    assert any(t.startswith("Quote `app/[id]/page.tsx`") for t in texts)
+    # a path that failed unquoted and was never retried quoted says nothing
+    plain = analyse_session([*_shell(1, "ls src/*.orig", 1, "zsh:1: no matches found: src/*.orig")])
+    assert plain.quoted_paths == []
