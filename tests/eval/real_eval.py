@@ -31,6 +31,7 @@ Goals (issue 26): notes mean >= 4.5, memory mean >= 4, no wrong claim.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,8 +108,10 @@ def grade_project(name: str, *, keep: Path | None = None,
     for result in results:
         grades.errors += result.errors
         if result.path == "notes":
+            # the sandbox's workspace, as the harness's own scoring sees it (not a temp path)
+            workspace = re.compile(r"[^\s'\"`<>()]*/dream/work/" + re.escape(name))
             for entry in fixture.sessions:
-                text = result.files.get(f"{entry.key}.md", "")
+                text = workspace.sub("<workspace>", result.files.get(f"{entry.key}.md", ""))
                 score = score_files({f"{entry.key}.md": text} if text else {}, labels, "notes",
                                     expected_facts(labels, "notes", entry.key))
                 grades.notes_scores[entry.key] = score

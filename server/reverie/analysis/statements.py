@@ -181,6 +181,7 @@ _TASK_START = re.compile(
     r"^(?:please\s+|now\s*[:,]?\s*|then\s+|and\s+|also\s+)?(?:fix|add|implement|make|update|"
     r"create|write|build|change|refactor|rename|remove|delete|migrate|debug|investigate|look|"
     r"check|run|test|show|explain|find|move|switch|set|get|start|do|finish|install|deploy|try|"
+    r"mock|pass|print|call|catch|raise|import|return|handle|replace|wrap|patch|"
     r"can you|could you|let'?s)\b",
 )
 _AVOIDED = re.compile(
@@ -336,6 +337,12 @@ _STANDING = re.compile(
 #: phase1.", "Put them into the existing one.")
 _ANAPHORA = re.compile(r"^(?:(?:and|but|so|also|then|no|ok|okay)[,\s]+)?"
                        r"(?:it|it'?s|this|that|that'?s|they|them|these|those|there)\b", re.I)
+#: "those tests", "these files", "that function": what it is about is in the chat
+_DEMONSTRATIVE = re.compile(r"\b(?:those|these|that|this)\s+(?:new\s+)?(?:tests?|files?|functions?|"
+                            r"methods?|changes?|ones?|lines?|classes?|calls?|parts?|bits?)\b", re.I)
+#: "don't modify `send_with_retries`": leave one named thing alone, for the task at hand
+_HANDS_OFF = re.compile(r"\b(?:don'?t|do not|never)\s+(?:modify|change|touch|edit|remove|delete|"
+                        r"rename|replace|move|refactor)\b.*(?:`[^`]+`|\w/\w|\w\.\w{1,4}\b)", re.I)
 
 
 def _standing_only(statements: list[Statement], task: list[str]) -> tuple[list[Statement], str]:
@@ -346,9 +353,12 @@ def _standing_only(statements: list[Statement], task: list[str]) -> tuple[list[S
     kept: list[Statement] = []
     for statement in statements:
         low = statement.text.lower()
-        weak = statement.kind is StatementKind.RULE and not _STANDING.search(low)
-        leaning = statement.kind in _RULE_LIKE and _ANAPHORA.match(low) is not None
-        if (weak and has_task) or leaning:
+        weak = statement.kind in (StatementKind.RULE, StatementKind.CORRECTION) \
+            and not _STANDING.search(low)
+        leaning = statement.kind in (*_RULE_LIKE, StatementKind.CORRECTION) and (
+            _ANAPHORA.match(low) is not None or _DEMONSTRATIVE.search(low) is not None)
+        hands_off = weak and _HANDS_OFF.search(statement.text) is not None
+        if (weak and has_task) or leaning or hands_off:
             task.append(statement.text)
             continue
         kept.append(statement)

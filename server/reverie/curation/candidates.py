@@ -230,6 +230,10 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
         if proof:
             text += f"; verified by {code(proof)}"
     elif error.status == "fixed" and error.fix is not None:
+        if not error.fix.essence and (error.other_changes or not proof):
+            # "fixed by changing x.py" after several edits, or without a passing run: which
+            # change did it is not known, and the rest says nothing an agent can use
+            return None
         change = f"`{clean(error.fix.path)}`"
         essence = clean(error.fix.essence) if error.fix.essence else ""
         text += f"; fixed by changing {change}" + (f" ({essence})" if essence else "")

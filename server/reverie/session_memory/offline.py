@@ -250,7 +250,20 @@ class NotesRenderer:
                 notes.append(f"last run {_code(command.last, 120)} failed")
             suffix = f" ({', '.join(notes)})" if notes else ""
             lines.append(f"- {label}: {_code(command.working, 200)}{suffix}")
-        counts = self.analysis.counts
+        analysis = self.analysis
+        if analysis.hooks:
+            blocks = "; a failing hook blocked `git commit`" if analysis.hooks_block_commits \
+                else ""
+            lines.append("- Pre-commit hooks: " + ", ".join(f"`{h}`" for h in analysis.hooks)
+                         + blocks)
+        if analysis.tracker_commands:
+            lines.append("- Issue tracker: " + ", ".join(
+                f"`{t}`" for t in analysis.tracker_commands))
+        for path in analysis.ignored_paths[:3]:
+            lines.append(f"- `{path}` is gitignored (`git add` refused it)")
+        for path in analysis.quoted_paths[:3]:
+            lines.append(f"- `{path}` must be quoted in shell commands")
+        counts = analysis.counts
         if counts.commands_dropped:
             lines.append(f"- … {counts.commands_dropped} more project commands not listed")
         return lines
