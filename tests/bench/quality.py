@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _real(args: argparse.Namespace, keep: Path | None) -> int:
     import os
 
-    from real_eval import grade_all, means, real_table
+    from eval.real_eval import grade_all, means, real_table
 
     extra: dict[str, str] | None = None
     if args.llm:

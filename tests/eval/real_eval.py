@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_harness import REAL_FIXTURES, PathResult, project_names, run_project
-from eval_score import Labels, Score, expected_facts, load_labels, score_files
+from .eval_harness import REAL_FIXTURES, Fixture, PathResult, project_names, run_project
+from .eval_score import Labels, Score, expected_facts, load_labels, score_files
 
 NOTES_GOAL = 4.5
 MEMORY_GOAL = 4.0
@@ -101,8 +101,6 @@ def grade_project(name: str, *, keep: Path | None = None,
     results: list[PathResult] = run_project(name, paths=("notes", "dream"), keep=keep,
                                             extra_env=extra_env, fixtures=REAL_FIXTURES)
     grades = ProjectGrades(name)
-    from eval_harness import Fixture
-
     fixture = Fixture.load(name, REAL_FIXTURES)
     grades.agents = {s.agent for s in fixture.sessions}
     for result in results:

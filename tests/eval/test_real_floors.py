@@ -3,12 +3,12 @@ memory, computed from the hand labels of public sessions (tests/fixtures/real)."
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval.real_eval import grade_all, means
 
-from real_eval import grade_all, means
+# one run of the real set: one xdist worker
+pytestmark = pytest.mark.xdist_group("eval-real-floors")
 
 #: (min notes mean, min single notes grade, min memory mean, max wrong claims)
 #: 2026-12-01, 15 Aider sessions of the aider repository: before issue 26's fixes the engine

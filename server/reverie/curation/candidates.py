@@ -213,6 +213,11 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
     dependency installed, or a different command that worked."""
     if error.status == "still_failing" or error.category in ("explore", "vcs"):
         return None
+    if error.status == "fixed" and not error.proved_by and error.fix is not None and not (
+            error.fix.command or (error.fix.essence and not error.other_changes)):
+        # the error went away and the next run failed differently: memory keeps that fix only
+        # when it is one clear change (``uv add psycopg``, one edit with its essence)
+        return None
     check = clean(error.check)
     proof = clean(error.proved_by) if error.proved_by else ""
     installed = _installed_between(error, analysis) if error.status == "passed" else ""
