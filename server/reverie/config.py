@@ -7,7 +7,6 @@ environment.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reverie.fsutil import ensure_private_dir as ensure_private_dir  # re-exported
+from reverie.projects import project_key as project_key  # re-exported
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -150,14 +150,6 @@ class Settings(BaseSettings):
         """
         values = {to_snake(k): v for k, v in (editor or {}).items() if v is not None}
         return cls(**values)
-
-
-def project_key(workspace: Path) -> str:
-    """A stable, readable directory name for a workspace: its name plus a short path hash."""
-    resolved = str(workspace.expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{name[:40]}-{digest}"
 
 
 #: Claude Code keeps at most this many characters of the folded path, then adds a hash
