@@ -60,8 +60,13 @@ def clean(text: str, limit: int = MAX_BODY_CHARS) -> str:
     return folded if len(folded) <= limit else folded[: limit - 1].rstrip() + "…"
 
 
+def short_title(text: str) -> str:
+    return _short(text)
+
+
 def _short(text: str, limit: int = 120) -> str:
-    one = " ".join(text.split())
+    """One redacted line of at most ``limit`` characters (titles)."""
+    one = " ".join(redact(text)[0].split())
     return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
 
 
@@ -214,11 +219,11 @@ def memory_documents(memory_dir: Path, name: str, text: str) -> list[Document]:
         docs = []
         for entry in parse_index(text).entries:
             body = clean(f"{entry.title}: {entry.hook}" if entry.hook else entry.title)
-            docs.append(Document(kind="memory", title=entry.title, body=body, source=name,
+            docs.append(Document(kind="memory", title=_short(entry.title), body=body, source=name,
                                  label="index", anchor=str(entry.line)))
         return docs
     topic = parse_topic(path, text)
-    title = topic.meta.name or Path(name).stem.replace("-", " ")
+    title = _short(topic.meta.name or Path(name).stem.replace("-", " "))
     at = _day_of(topic.meta.updated)
     sources = list(topic.meta.sources or [])
     body_offset = text.count("\n", 0, text.find(topic.body)) if topic.body in text else 0

@@ -28,7 +28,7 @@ from reverie.search.query import identifier_parts, match_expression
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 INDEX_FILE = "index.sqlite3"
 #: how long a statement waits for another process's write before giving up (seconds)
 BUSY_TIMEOUT = 2.0
@@ -36,6 +36,8 @@ BUSY_TIMEOUT = 2.0
 COLUMN_WEIGHTS = (2.0, 1.0, 0.5)
 #: memory > notes > raw session text
 KIND_WEIGHTS: dict[str, float] = {"memory": 1.6, "notes": 1.25, "session": 1.0}
+#: lists (files, commands) match many words by being long lists: a little below the prose
+LABEL_WEIGHTS: dict[str, float] = {"files": 0.7, "commands": 0.85}
 #: a hit this many days older than the newest document keeps about 80% of its score
 RECENCY_DAYS = 60.0
 
@@ -62,6 +64,7 @@ CREATE TABLE IF NOT EXISTS documents(
     label TEXT NOT NULL,
     anchor TEXT NOT NULL,
     source TEXT NOT NULL,
+    title TEXT NOT NULL,
     chars INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS documents_by_source ON documents(source_key);
@@ -259,12 +262,15 @@ class SearchIndex:
         for doc in docs:
             cursor = db.execute(
                 "INSERT INTO documents(source_key, kind, session_id, agent, at, label, anchor, "
-                "source, chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "source, title, chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, doc.kind, doc.session_id, doc.agent, _timestamp(doc.at), doc.label,
-                 doc.anchor, doc.source, len(doc.title) + len(doc.body)))
+                 doc.anchor, doc.source, doc.title, len(doc.title) + len(doc.body)))
+            # a session's title is the same in all its documents: searchable once (the
+            # first request holds it), not in every one, or it would outweigh the bodies
+            searchable_title = doc.title if doc.kind != "session" else ""
             db.execute("INSERT INTO fts(rowid, title, body, terms) VALUES (?, ?, ?, ?)",
-                       (cursor.lastrowid, doc.title, doc.body,
-                        identifier_parts(doc.title + " " + doc.body)))
+                       (cursor.lastrowid, searchable_title, doc.body,
+                        identifier_parts(searchable_title + " " + doc.body)))
         db.execute(
             "INSERT OR REPLACE INTO sources(key, kind, fingerprint, state, segments, session_id, "
             "agent, at, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -313,7 +319,7 @@ class SearchIndex:
             params.extend(kind_list)
         weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
         sql = (
-            f"SELECT d.id, d.kind, d.session_id, d.agent, d.at, fts.title, d.label, d.anchor, "
+            f"SELECT d.id, d.kind, d.session_id, d.agent, d.at, d.title, d.label, d.anchor, "
             f"d.source, d.chars, snippet(fts, 1, '', '', '…', 40), bm25(fts, {weights}) AS r "
             f"FROM fts JOIN documents d ON d.id = fts.rowid WHERE {' AND '.join(where)} "
             f"ORDER BY r LIMIT ?")
@@ -330,7 +336,8 @@ class SearchIndex:
             if newest is not None and at is not None:
                 age_days = max(0.0, (newest - at) / 86_400)
                 recency = 0.7 + 0.3 * math.exp(-age_days / (RECENCY_DAYS * 1.5))
-            score = -float(bm25) * KIND_WEIGHTS.get(kind, 1.0) * recency
+            score = -float(bm25) * KIND_WEIGHTS.get(kind, 1.0) \
+                * LABEL_WEIGHTS.get(label, 1.0) * recency
             scored.append(Hit(
                 doc_id=doc_id, kind=kind, session_id=session_id, agent=agent_name,
                 at=datetime.fromtimestamp(at, UTC) if at is not None else None, title=title,
@@ -350,14 +357,15 @@ class SearchIndex:
         return out
 
     def document_text(self, doc_id: int) -> tuple[str, str] | None:
-        row = self._db.execute("SELECT title, body FROM fts WHERE rowid = ?",
-                               (doc_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT d.title, f.body FROM documents d JOIN fts f ON f.rowid = d.id "
+            "WHERE d.id = ?", (doc_id,)).fetchone()
         return (row[0], row[1]) if row else None
 
     def session_documents(self, session_id: str) -> list[tuple[str, str, str]]:
         """``(label, title, body)`` of one session's documents, oldest first."""
         rows = self._db.execute(
-            "SELECT d.label, f.title, f.body FROM documents d JOIN fts f ON f.rowid = d.id "
+            "SELECT d.label, d.title, f.body FROM documents d JOIN fts f ON f.rowid = d.id "
             "WHERE d.session_id = ? AND d.kind = 'session' ORDER BY d.at, d.id",
             (session_id,)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]

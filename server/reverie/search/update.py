@@ -28,12 +28,14 @@ from reverie.analysis.analyser import Limits, SessionAnalyser
 from reverie.config import ProjectPaths
 from reverie.memory import nofollow
 from reverie.memory.store import visible_files
+from reverie.redact import redact_value
 from reverie.search.documents import (
     Document,
     ReplyCollector,
     memory_documents,
     notes_documents,
     session_documents,
+    short_title,
 )
 from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex
 from reverie.transcripts.discovery import SessionRef, discover_sessions
@@ -133,6 +135,45 @@ def _analyse(messages: Iterator[Message] | list[Message], session: Session | Non
                              title=title or final_session.title), final_session
 
 
+def _stored_state(tail: TranscriptTail) -> bytes:
+    """The tail state as kept in the index: redacted (the parsers' memo holds texts: Claude's
+    sub-agent prompts, Codex's recent messages), and the raw bytes before the offset only as
+    a hash (they are compared on resume, never needed as text)."""
+    state = tail.state().model_dump(mode="json")
+    check = bytes.fromhex(state.pop("check", "") or "")
+    state["check_hash"] = hashlib.blake2b(check, digest_size=16).hexdigest() if check else ""
+    clean, _ = redact_value(state)
+    return orjson.dumps(clean)
+
+
+def _loaded_state(raw: bytes) -> TailState | None:
+    """A stored state made whole again (its check bytes read back from the file when they
+    hash the same), or None when the file changed before the offset or it is unreadable."""
+    try:
+        data = orjson.loads(raw)
+        if not isinstance(data, dict):
+            return None
+        wanted = data.pop("check_hash", "")
+        state = TailState.model_validate(data)
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    try:
+        st = state.path.stat()
+        if (st.st_ino, st.st_dev) != (state.inode, state.device) or st.st_size < state.offset:
+            return None
+        check = b""
+        if state.offset and wanted:
+            with state.path.open("rb") as handle:
+                start = max(0, state.offset - _CHECK_BYTES)
+                handle.seek(start)
+                check = handle.read(state.offset - start)
+            if hashlib.blake2b(check, digest_size=16).hexdigest() != wanted:
+                return None
+    except OSError:
+        return None
+    return state.model_copy(update={"check": check.hex()})
+
+
 def _whole_session(ref: SessionRef, workspace: Path) -> _Indexed:
     """Read and analyse a whole session; for append-only formats also the tail state."""
     if ref.agent in _REVISING:
@@ -144,40 +185,20 @@ def _whole_session(ref: SessionRef, workspace: Path) -> _Indexed:
     messages = tail.read_new()
     session = tail.session
     docs, _ = _analyse(messages, session, workspace, str(ref.path), None)
-    state = orjson.dumps(tail.state().model_dump(mode="json"))
-    return _Indexed(docs, session, state)
-
-
-def _can_resume(state: TailState) -> bool:
-    """The file is the one the state was read from, grown and unchanged up to the offset."""
-    try:
-        st = state.path.stat()
-        if (st.st_ino, st.st_dev) != (state.inode, state.device) or st.st_size < state.offset:
-            return False
-        if state.offset and state.check:
-            with state.path.open("rb") as handle:
-                start = max(0, state.offset - _CHECK_BYTES)
-                handle.seek(start)
-                return handle.read(state.offset - start).hex() == state.check
-        return True
-    except OSError:
-        return False
+    return _Indexed(docs, session, _stored_state(tail))
 
 
 def _grown_session(ref: SessionRef, workspace: Path, raw_state: bytes,
                    title: str | None) -> _Indexed | None:
     """The documents of what was appended since ``raw_state``; None when it cannot resume."""
-    try:
-        state = TailState.model_validate(orjson.loads(raw_state))
-    except (ValueError, orjson.JSONDecodeError):
-        return None
-    if state.path != ref.path or not _can_resume(state):
+    state = _loaded_state(raw_state)
+    if state is None or state.path != ref.path:
         return None
     tail = TranscriptTail.restore(state)
     messages = tail.read_new()
     session = tail.session
     docs, _ = _analyse(messages, session, workspace, str(ref.path), title)
-    return _Indexed(docs, session, orjson.dumps(tail.state().model_dump(mode="json")))
+    return _Indexed(docs, session, _stored_state(tail))
 
 
 # --- the update ----------------------------------------------------------------------------
@@ -268,7 +289,8 @@ def _update_sessions(
                 key, "session", fingerprint, indexed.docs, state=indexed.state,
                 append=grown is not None, session_id=ref.session_id, agent=ref.agent,
                 at=at, title=(row.title if grown is not None and row is not None else None)
-                or session.title or (indexed.docs[0].title if indexed.docs else None))
+                or (short_title(session.title) if session.title else None)
+                or (indexed.docs[0].title if indexed.docs else None))
         if grown is not None:
             report.sessions_grown += 1
         else:
