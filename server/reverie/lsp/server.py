@@ -282,6 +282,8 @@ class ReverieLanguageServer(LanguageServer):
         #: popup text -> when it was last shown
         self._popups: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: workspaces whose search index is being updated / must be updated again after
+        self._indexing: dict[Path, bool] = {}
         self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
         self.jobs = JobRegistry(
             spawn=self.run_task,
@@ -653,6 +655,31 @@ class ReverieLanguageServer(LanguageServer):
         self.show("info", f"Reverie: {saved.message.splitlines()[0]}")
         for t in [tracker] if tracker is not None else list(self.trackers.values()):
             t.memory_written([Path(x) for x in saved.memory_paths])
+            self.update_search_index(t)
+
+    def update_search_index(self, tracker: WorkspaceTracker) -> None:
+        """Bring the workspace's search index up to date after memory or notes changed: in
+        the notes worker process (reading a grown session is parsing), never on the loop;
+        requests while one runs coalesce into one more run after it."""
+        folder = tracker.folder
+        if folder in self._indexing:
+            self._indexing[folder] = True
+            return
+        self._indexing[folder] = False
+        self.run_task(self._update_search_index(tracker), "search index")
+
+    async def _update_search_index(self, tracker: WorkspaceTracker) -> None:
+        from reverie.services.search import index_after_apply
+
+        folder = tracker.folder
+        try:
+            while True:
+                self._indexing[folder] = False
+                await self.notes_job_call(index_after_apply, tracker.settings, folder)
+                if not self._indexing.get(folder):
+                    break
+        finally:
+            self._indexing.pop(folder, None)
 
     def _on_notes_updated(self, event: JobEvent) -> None:
         p = event.payload
@@ -666,6 +693,13 @@ class ReverieLanguageServer(LanguageServer):
             ),
         )
         self.refresh_file_diagnostics(Path(path))
+        job = self.jobs.jobs.get(event.job_id or "")
+        tracker = self.trackers.get(job.workspace) if job and job.workspace else None
+        if tracker is None:
+            tracker = next((t for t in self.trackers.values()
+                            if Path(path).is_relative_to(t.paths.root)), None)
+        if tracker is not None:
+            self.update_search_index(tracker)
 
     def _on_start(self, event: JobEvent) -> None:
         if event.job in ("dream", "sleep"):

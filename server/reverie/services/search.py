@@ -92,6 +92,17 @@ def update_project_index(settings: Settings, workspace: Path, *,
         return UpdateReport(busy=True)
 
 
+def index_after_apply(settings: Settings, workspace: Path) -> dict[str, int | bool]:
+    """What runs after memory or notes were written (a dream, sleep, a notes update,
+    ``remember``): the project's index brought up to date, sessions included (only what grew
+    is read). Module-level and picklable: the language server runs it in a worker process."""
+    report = update_project_index(settings, workspace)
+    return {"sessions_indexed": report.sessions_indexed,
+            "sessions_grown": report.sessions_grown,
+            "notes_indexed": report.notes_indexed,
+            "memory_files_indexed": report.memory_files_indexed, "busy": report.busy}
+
+
 def _result(hit: Hit) -> SearchResult:
     return SearchResult(
         kind=hit.kind, session_id=hit.session_id, agent=hit.agent, date=hit.day,
@@ -236,6 +247,7 @@ def memory_topic(settings: Settings, workspace: Path, topic: str, *,
 
 
 __all__ = [
-    "IndexCounts", "SearchResponse", "SearchResult", "bound", "memory_topic", "parse_since",
+    "IndexCounts", "SearchResponse", "SearchResult", "bound", "index_after_apply",
+    "memory_topic", "parse_since",
     "search_project", "session_notes", "update_project_index",
 ]
