@@ -18,7 +18,7 @@ from typing import Any
 from reverie.agents.blocks import BlockError, newline_of, remove_block, upsert_block
 
 #: how Reverie's hook commands are recognised in a settings file
-HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start)\b")
+HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start|user-prompt-submit)\b")
 
 
 class EditError(Exception):

@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 MEMORY_INDEX = "MEMORY.md"
 PRE_COMPACT_TIMEOUT = 30
 SESSION_START_TIMEOUT = 15
+#: prompt-time recall sits on the path of every prompt: it answers in well under a second or
+#: the agent goes on without it
+USER_PROMPT_TIMEOUT = 5
 
 
 @dataclass(slots=True)
@@ -90,6 +93,9 @@ def hook_entries(settings: Settings) -> list[HookEntry]:
         HookEntry("PreCompact", "", hook_command(settings, "pre-compact"), PRE_COMPACT_TIMEOUT),
         HookEntry("SessionStart", "compact|resume", hook_command(settings, "session-start"),
                   SESSION_START_TIMEOUT),
+        # the agents ignore matchers for this event (Claude Code and Codex alike)
+        HookEntry("UserPromptSubmit", "", hook_command(settings, "user-prompt-submit"),
+                  USER_PROMPT_TIMEOUT),
     ]
 
 

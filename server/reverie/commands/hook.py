@@ -2,7 +2,10 @@
 
 ``reverie hook pre-compact`` brings the session's notes up to date before a compaction (waits
 for a running extraction, else runs one; at most 15 s). ``reverie hook session-start`` prints
-the hook output that gives the notes back after a compaction or on resume. Whatever happens,
+the hook output that gives the notes back after a compaction or on resume.
+``reverie hook user-prompt-submit`` adds the few memory entries and past-session hits most
+relevant to the prompt (``reverie.search.recall``; nothing below its relevance bar), and
+imports little: it runs before every prompt. Whatever happens,
 the exit code is 0 and stdout holds nothing but that output: a hook must never break the agent.
 Problems are one line on stderr.
 """
@@ -15,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-EVENTS = ("pre-compact", "session-start")
+EVENTS = ("pre-compact", "session-start", "user-prompt-submit")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> dict[str, object] | None:
+    if args.event == "user-prompt-submit":
+        return _user_prompt_submit(args)
     from pydantic import ValidationError
 
     from reverie.agents.compaction import HookSkip, parse_hook_input, pre_compact, session_start
@@ -62,3 +67,39 @@ def _run(args: argparse.Namespace) -> dict[str, object] | None:
     except HookSkip as exc:
         _note(str(exc))
     return None
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    """``--data-dir``, else ``REVERIE_DATA_DIR``, else the platform's (as ``Settings`` has it,
+    without importing the settings stack)."""
+    if args.data_dir:
+        return Path(args.data_dir).expanduser()
+    env = os.environ.get("REVERIE_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("reverie"))
+
+
+def _user_prompt_submit(args: argparse.Namespace) -> dict[str, object] | None:
+    try:
+        data = json.loads(sys.stdin.buffer.read())
+    except (ValueError, UnicodeDecodeError):
+        _note("hook input is not JSON")
+        return None
+    if not isinstance(data, dict):
+        _note("hook input is not a JSON object")
+        return None
+    prompt, cwd = data.get("prompt"), data.get("cwd")
+    if not isinstance(prompt, str) or not prompt.strip() or not isinstance(cwd, str) or not cwd:
+        return None
+    session = data.get("session_id")
+    from reverie.search.recall import prompt_context
+
+    context = prompt_context(_data_dir(args), Path(cwd), prompt,
+                             session if isinstance(session, str) else None)
+    if context is None:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                   "additionalContext": context}}

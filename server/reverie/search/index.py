@@ -21,10 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reverie.errors import ReverieError
-from reverie.search.documents import Document, Kind
 from reverie.search.query import identifier_parts, match_expression
+
+if TYPE_CHECKING:  # documents imports the analysis and memory stacks: not for the prompt hook
+    from reverie.search.documents import Document, Kind
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +177,8 @@ class SearchIndex:
         if self.read_only:
             if not self.path.is_file():
                 raise IndexUnavailable("no search index yet")
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT,
+            db = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True,
+                                 timeout=BUSY_TIMEOUT,
                                  isolation_level=None, check_same_thread=False)
             try:
                 self._check(db)
