@@ -1,0 +1,33 @@
+"""The labelled retrieval set (``tests/bench/recall.py``) must stay above its floor: the goal
+is hit@5 >= 0.9 and MRR >= 0.7; never a hit from another project, never a secret; the prompt
+hook answers no unrelated prompt and most labelled questions."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "recall.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reverie_bench_recall", BENCH)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_retrieval_floor(tmp_path: Path) -> None:
+    bench = _bench()
+    scores = bench.evaluate(tmp_path)
+    assert scores.questions >= 60
+    assert scores.hit_at_5 >= 0.9, scores.misses
+    assert scores.mrr >= 0.7
+    assert scores.foreign == 0
+    assert scores.secrets == 0
+    assert scores.hook_unrelated == 0
+    assert scores.hook_correct >= 0.6 * scores.questions
