@@ -37,6 +37,7 @@ from reverie.services.search import (
     DEFAULT_MAX_TOKENS,
     SearchResponse,
     bound,
+    default_workers,
     memory_topic,
     parse_since,
     search_project,
@@ -83,7 +84,8 @@ class ReverieTools:
                     time.monotonic() - self._refreshed_at < REFRESH_INTERVAL:
                 return
             await asyncio.to_thread(update_project_index, self.settings, self.workspace,
-                                    budget_seconds=REFRESH_BUDGET)
+                                    budget_seconds=REFRESH_BUDGET,
+                                    workers=default_workers())
             self._refreshed_at = time.monotonic()
 
     async def search(self, query: str, limit: int, agent: str | None,

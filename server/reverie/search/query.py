@@ -16,6 +16,8 @@ MAX_QUERY_CHARS = 2_000
 MAX_TERMS = 24
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+#: only words that are identifiers with parts: a lower-then-upper step, or an underscore
+_IDENTIFIER = re.compile(r"\b[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9_]*|\b[A-Za-z0-9]+_[A-Za-z0-9_]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 #: words that carry no topic in an English question ("how did we fix the ...")
@@ -56,13 +58,12 @@ def query_terms(query: str) -> list[str]:
 def identifier_parts(text: str) -> str:
     """The parts of camelCase / snake_case identifiers in ``text``, space-separated (indexed
     beside the text so "discount" finds ``applyDiscount``)."""
-    out: list[str] = []
-    for match in re.finditer(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*", text):
-        word = match.group(0)
-        pieces = [p for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
-        if len(pieces) > 1:
-            out.extend(p.lower() for p in pieces)
-    return " ".join(dict.fromkeys(out))
+    out: dict[str, None] = {}
+    for word in _IDENTIFIER.findall(text):
+        for chunk in word.split("_"):
+            for piece in _CAMEL.findall(chunk):
+                out[piece.lower()] = None
+    return " ".join(out)
 
 
 def quote(term: str) -> str:

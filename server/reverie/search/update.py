@@ -52,6 +52,11 @@ INDEX_LIMITS = Limits(requests_head=200, requests_tail=200, corrections=100, dec
 _REVISING = ("gemini-cli", "aider")
 #: bytes before the resume offset that must be unchanged for an incremental read
 _CHECK_BYTES = 64
+#: sessions written per transaction
+WRITE_BATCH = 32
+#: a first build uses worker processes only from this many sessions on (starting one costs
+#: the imports, ~0.3 s)
+PARALLEL_MIN_SESSIONS = 48
 
 
 def index_dir(paths: ProjectPaths) -> Path:
@@ -222,7 +227,7 @@ class ProjectSources:
 def update_index(
     index: SearchIndex, sources: ProjectSources, *,
     sessions: bool = True, deadline: float | None = None,
-    on_session: Callable[[SessionRef], None] | None = None,
+    on_session: Callable[[SessionRef], None] | None = None, workers: int = 1,
 ) -> UpdateReport:
     """Index what changed since the last update. ``deadline`` (``time.monotonic``) stops
     between sessions: the rest is picked up next time. Problems are counted, not raised,
@@ -230,16 +235,66 @@ def update_index(
     started = time.monotonic()
     report = UpdateReport(rebuilt=index.rebuilt)
     if sessions:
-        _update_sessions(index, sources, report, deadline, on_session)
+        _update_sessions(index, sources, report, deadline, on_session, workers)
     _update_memory(index, sources.memory_dir, report)
     _update_notes(index, sources.sessions_dir, report)
     report.seconds = time.monotonic() - started
     return report
 
 
+@dataclass
+class _Work:
+    ref: SessionRef
+    key: str
+    fingerprint: str
+    state: bytes | None
+    title: str | None
+
+
+@dataclass
+class _Done:
+    work: _Work
+    indexed: _Indexed | None
+    grown: bool
+    error: str | None = None
+
+
+def index_session(work: _Work, workspace: Path) -> _Done:
+    """Index one session (from where it grew when its stored state still fits). Module-level
+    and picklable: a first build of many sessions runs it in worker processes."""
+    ref = work.ref
+    try:
+        grown = None
+        if work.state is not None and ref.agent not in _REVISING:
+            grown = _grown_session(ref, workspace, work.state, work.title)
+        if grown is not None:
+            return _Done(work, grown, True)
+        return _Done(work, _whole_session(ref, workspace), False)
+    except (TranscriptError, OSError, ValueError) as exc:
+        return _Done(work, None, False, f"{ref.path.name}: {exc}")
+
+
+def _results(work: list[_Work], workspace: Path, workers: int) -> Iterator[_Done]:
+    """``index_session`` of each, in order: in this process, or in ``workers`` processes
+    when there are enough sessions to pay for starting them."""
+    if workers <= 1 or len(work) < PARALLEL_MIN_SESSIONS:
+        for item in work:
+            yield index_session(item, workspace)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield from pool.map(index_session, work, [workspace] * len(work), chunksize=4)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _update_sessions(
     index: SearchIndex, sources: ProjectSources, report: UpdateReport, deadline: float | None,
-    on_session: Callable[[SessionRef], None] | None,
+    on_session: Callable[[SessionRef], None] | None, workers: int = 1,
 ) -> None:
     try:
         refs = [r for r in discover_sessions(sources.workspace, sources.agent_home)
@@ -255,10 +310,8 @@ def _update_sessions(
                 index.remove_source(key)
         report.sessions_removed += len(stale)
     rows = index.sources("session")
+    work: list[_Work] = []
     for ref in sorted(refs, key=lambda r: r.updated_at):
-        if deadline is not None and time.monotonic() > deadline:
-            report.skipped.append("time budget reached; the rest is indexed next time")
-            break
         key = session_key(ref)
         fingerprint = _fingerprint(ref.path)
         if fingerprint is None:
@@ -266,35 +319,50 @@ def _update_sessions(
         row = rows.get(key)
         if row is not None and row.fingerprint == fingerprint:
             continue
+        work.append(_Work(ref, key, fingerprint, row.state if row else None,
+                          row.title if row else None))
+    batch: list[_Done] = []
+    for done in _results(work, sources.workspace, workers):
         if on_session is not None:
-            on_session(ref)
-        try:
-            grown = None
-            if row is not None and row.state is not None and ref.agent not in _REVISING:
-                grown = _grown_session(ref, sources.workspace, row.state, row.title)
-            indexed = grown or _whole_session(ref, sources.workspace)
-        except (TranscriptError, OSError, ValueError) as exc:
-            report.skipped.append(f"{ref.path.name}: {exc}")
-            continue
-        session = indexed.session
-        at = session.updated_at or ref.updated_at
-        with index.writing():
-            latest = index.source(key)  # another process may have got there first
-            if latest is not None and latest.fingerprint == fingerprint:
-                continue
-            if grown is not None and (latest is None or row is None
-                                      or latest.state != row.state):
-                continue  # changed by another process since we read it: next update
-            index.put_source(
-                key, "session", fingerprint, indexed.docs, state=indexed.state,
-                append=grown is not None, session_id=ref.session_id, agent=ref.agent,
-                at=at, title=(row.title if grown is not None and row is not None else None)
-                or (short_title(session.title) if session.title else None)
-                or (indexed.docs[0].title if indexed.docs else None))
-        if grown is not None:
-            report.sessions_grown += 1
+            on_session(done.work.ref)
+        if done.error is not None:
+            report.skipped.append(done.error)
         else:
-            report.sessions_indexed += 1
+            batch.append(done)
+        if len(batch) >= WRITE_BATCH:
+            _write(index, batch, report)
+            batch = []
+        if deadline is not None and time.monotonic() > deadline:
+            report.skipped.append("time budget reached; the rest is indexed next time")
+            break
+    if batch:
+        _write(index, batch, report)
+
+
+def _write(index: SearchIndex, batch: list[_Done], report: UpdateReport) -> None:
+    """Store a batch of indexed sessions in one transaction, each only if no other process
+    changed its row since it was read."""
+    with index.writing():
+        for done in batch:
+            work, indexed = done.work, done.indexed
+            assert indexed is not None
+            latest = index.source(work.key)
+            if latest is not None and latest.fingerprint == work.fingerprint:
+                continue
+            if done.grown and (latest is None or latest.state != work.state):
+                continue  # changed by another process since we read it: next update
+            session = indexed.session
+            title = (work.title if done.grown else None) \
+                or (short_title(session.title) if session.title else None) \
+                or (indexed.docs[0].title if indexed.docs else None)
+            index.put_source(
+                work.key, "session", work.fingerprint, indexed.docs, state=indexed.state,
+                append=done.grown, session_id=work.ref.session_id, agent=work.ref.agent,
+                at=session.updated_at or work.ref.updated_at, title=title)
+            if done.grown:
+                report.sessions_grown += 1
+            else:
+                report.sessions_indexed += 1
 
 
 def _update_memory(index: SearchIndex, memory_dir: Path, report: UpdateReport) -> None:
@@ -393,7 +461,7 @@ def open_index(paths: ProjectPaths, *, read_only: bool = False) -> SearchIndex:
 
 
 def refresh(paths: ProjectPaths, *, sessions: bool = True,
-            deadline: float | None = None) -> UpdateReport:
+            deadline: float | None = None, workers: int = 1) -> UpdateReport:
     """Open, update and close the project's index; busy (another updater) is reported."""
     directory = index_dir(paths)
     with update_lock(directory) as mine:
@@ -402,7 +470,7 @@ def refresh(paths: ProjectPaths, *, sessions: bool = True,
         with open_index(paths) as index:
             try:
                 return update_index(index, ProjectSources.of(paths), sessions=sessions,
-                                    deadline=deadline)
+                                    deadline=deadline, workers=workers)
             except IndexUnavailable:
                 return UpdateReport(busy=True)
 

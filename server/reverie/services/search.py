@@ -9,6 +9,7 @@ dir all come from its ``ProjectPaths``.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from datetime import UTC, date, datetime
@@ -79,14 +80,21 @@ def parse_since(value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def default_workers() -> int:
+    """Processes a first build of many sessions may use (this machine's cores, at most 4)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def update_project_index(settings: Settings, workspace: Path, *,
                          sessions: bool = True,
-                         budget_seconds: float | None = UPDATE_BUDGET_SECONDS) -> UpdateReport:
-    """Bring the project's index up to date (what the after-apply hooks and searches call)."""
+                         budget_seconds: float | None = UPDATE_BUDGET_SECONDS,
+                         workers: int = 1) -> UpdateReport:
+    """Bring the project's index up to date (what the after-apply hooks and searches call).
+    ``workers`` > 1 lets a first build of many sessions use that many processes."""
     paths = ProjectPaths(settings, workspace)
     deadline = time.monotonic() + budget_seconds if budget_seconds else None
     try:
-        return refresh(paths, sessions=sessions, deadline=deadline)
+        return refresh(paths, sessions=sessions, deadline=deadline, workers=workers)
     except IndexUnavailable as exc:
         logger.warning("search index not updated: %s", exc)
         return UpdateReport(busy=True)
@@ -118,7 +126,7 @@ def search_project(
     limit = max(1, min(int(limit), MAX_LIMIT))
     paths = ProjectPaths(settings, workspace)
     if update:
-        update_project_index(settings, workspace)
+        update_project_index(settings, workspace, workers=default_workers())
     response = SearchResponse(query=query)
     if not index_path(paths).is_file():
         return response
