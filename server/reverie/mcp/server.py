@@ -49,9 +49,11 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: a search refreshes the index when the last refresh is older than this (seconds); the
-#: after-apply hooks keep memory and notes current in between
-REFRESH_INTERVAL = 30.0
+#: a search first brings the index up to date with what grew (the sessions already indexed,
+#: memory, notes) when the last refresh is older than this (seconds) ...
+REFRESH_INTERVAL = 5.0
+#: ... and looks for new sessions too (discovery reads every transcript's head) this often
+DISCOVERY_INTERVAL = 60.0
 #: what one refresh may take inside a tool call; the rest is indexed on a later call
 REFRESH_BUDGET = 10.0
 SNIPPET_CHARS = 320
@@ -72,6 +74,7 @@ class ReverieTools:
         self.settings = settings
         self.workspace = workspace
         self._refreshed_at: float | None = None
+        self._discovered_at: float | None = None
         self._refresh_lock = asyncio.Lock()
 
     async def refresh(self, force: bool = False) -> None:
@@ -83,10 +86,14 @@ class ReverieTools:
             if not force and self._refreshed_at is not None and \
                     time.monotonic() - self._refreshed_at < REFRESH_INTERVAL:
                 return
+            discover = force or self._discovered_at is None or \
+                time.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL
             await asyncio.to_thread(update_project_index, self.settings, self.workspace,
                                     budget_seconds=REFRESH_BUDGET,
-                                    workers=default_workers())
+                                    workers=default_workers(), discover=discover)
             self._refreshed_at = time.monotonic()
+            if discover:
+                self._discovered_at = self._refreshed_at
 
     async def search(self, query: str, limit: int, agent: str | None,
                      since: str | None) -> str:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # documents imports the analysis and memory stacks: not for t
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 INDEX_FILE = "index.sqlite3"
 #: how long a statement waits for another process's write before giving up (seconds)
 BUSY_TIMEOUT = 2.0
@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS sources(
     session_id TEXT,
     agent TEXT,
     at REAL,
-    title TEXT
+    title TEXT,
+    path TEXT
 );
 CREATE TABLE IF NOT EXISTS documents(
     id INTEGER PRIMARY KEY,
@@ -94,6 +95,7 @@ class SourceRow:
     agent: str | None
     at: float | None
     title: str | None
+    path: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +195,12 @@ class SearchIndex:
         try:
             if fresh:
                 os.chmod(self.path, 0o600)
-            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            version = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            version = {} if fresh else self._meta(db)
+            if not version:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+                version = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not version:
                 with _transaction(db):
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -211,6 +215,15 @@ class SearchIndex:
             db.close()
             raise
         return db
+
+    @staticmethod
+    def _meta(db: sqlite3.Connection) -> dict[str, str]:
+        try:
+            return dict(db.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
 
     def _check(self, db: sqlite3.Connection) -> None:
         version = dict(db.execute("SELECT key, value FROM meta").fetchall())
@@ -236,23 +249,27 @@ class SearchIndex:
         except sqlite3.OperationalError as exc:
             raise IndexUnavailable(f"the search index could not be written: {exc}") from None
 
-    def sources(self, kind: str | None = None) -> dict[str, SourceRow]:
-        sql = ("SELECT key, kind, fingerprint, state, segments, session_id, agent, at, title "
-               "FROM sources")
+    def sources(self, kind: str | None = None, *, with_state: bool = True
+                ) -> dict[str, SourceRow]:
+        """Every source (of ``kind``); without their tail states unless ``with_state``."""
+        state = "state" if with_state else "NULL"
+        sql = (f"SELECT key, kind, fingerprint, {state}, segments, session_id, agent, at, "
+               "title, path FROM sources")
         rows = self._db.execute(sql + (" WHERE kind = ?" if kind else ""),
                                 (kind,) if kind else ()).fetchall()
         return {row[0]: SourceRow(*row) for row in rows}
 
     def source(self, key: str) -> SourceRow | None:
         row = self._db.execute(
-            "SELECT key, kind, fingerprint, state, segments, session_id, agent, at, title "
-            "FROM sources WHERE key = ?", (key,)).fetchone()
+            "SELECT key, kind, fingerprint, state, segments, session_id, agent, at, title, "
+            "path FROM sources WHERE key = ?", (key,)).fetchone()
         return SourceRow(*row) if row else None
 
     def put_source(
         self, key: str, kind: str, fingerprint: str, docs: Sequence[Document], *,
         state: bytes | None = None, append: bool = False, session_id: str | None = None,
         agent: str | None = None, at: datetime | None = None, title: str | None = None,
+        path: str | None = None,
     ) -> None:
         """Replace a source's documents (or, ``append``, add to them) and record where it was
         indexed to. Call inside ``writing()``."""
@@ -277,8 +294,9 @@ class SearchIndex:
                         identifier_parts(searchable_title + " " + doc.body)))
         db.execute(
             "INSERT OR REPLACE INTO sources(key, kind, fingerprint, state, segments, session_id, "
-            "agent, at, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, kind, fingerprint, state, segments, session_id, agent, _timestamp(at), title))
+            "agent, at, title, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, kind, fingerprint, state, segments, session_id, agent, _timestamp(at), title,
+             path))
 
     def remove_source(self, key: str) -> None:
         """Forget a source and its documents. Call inside ``writing()``."""
@@ -294,9 +312,12 @@ class SearchIndex:
 
     # --- reading -------------------------------------------------------------------------
     def stats(self) -> IndexStats:
-        sessions = self._db.execute(
-            "SELECT count(*) FROM sources WHERE kind = 'session'").fetchone()[0]
-        documents = self._db.execute("SELECT count(*) FROM documents").fetchone()[0]
+        try:
+            sessions = self._db.execute(
+                "SELECT count(*) FROM sources WHERE kind = 'session'").fetchone()[0]
+            documents = self._db.execute("SELECT count(*) FROM documents").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"the search index could not be read: {exc}") from None
         return IndexStats(sessions=int(sessions), documents=int(documents))
 
     def search(
@@ -330,7 +351,7 @@ class SearchIndex:
         params.append(pool or max(limit * 8, 64))
         try:
             rows = self._db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
             raise IndexUnavailable(f"the search index could not be read: {exc}") from None
         newest = max((r[4] for r in rows if r[4] is not None), default=None)
         scored: list[Hit] = []

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import orjson
 import portalocker
@@ -39,7 +40,7 @@ from reverie.search.documents import (
 )
 from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex
 from reverie.transcripts.discovery import SessionRef, discover_sessions
-from reverie.transcripts.model import Message, Session
+from reverie.transcripts.model import AgentName, Message, Session
 from reverie.transcripts.reader import TranscriptError, TranscriptReader
 from reverie.transcripts.tail import TailState, TranscriptTail
 
@@ -228,6 +229,7 @@ def update_index(
     index: SearchIndex, sources: ProjectSources, *,
     sessions: bool = True, deadline: float | None = None,
     on_session: Callable[[SessionRef], None] | None = None, workers: int = 1,
+    discover: bool = True,
 ) -> UpdateReport:
     """Index what changed since the last update. ``deadline`` (``time.monotonic``) stops
     between sessions: the rest is picked up next time. Problems are counted, not raised,
@@ -235,7 +237,7 @@ def update_index(
     started = time.monotonic()
     report = UpdateReport(rebuilt=index.rebuilt)
     if sessions:
-        _update_sessions(index, sources, report, deadline, on_session, workers)
+        _update_sessions(index, sources, report, deadline, on_session, workers, discover)
     _update_memory(index, sources.memory_dir, report)
     _update_notes(index, sources.sessions_dir, report)
     report.seconds = time.monotonic() - started
@@ -295,21 +297,25 @@ def _results(work: list[_Work], workspace: Path, workers: int) -> Iterator[_Done
 def _update_sessions(
     index: SearchIndex, sources: ProjectSources, report: UpdateReport, deadline: float | None,
     on_session: Callable[[SessionRef], None] | None, workers: int = 1,
+    discover: bool = True,
 ) -> None:
-    try:
-        refs = [r for r in discover_sessions(sources.workspace, sources.agent_home)
-                if not r.is_subagent]
-    except OSError as exc:
-        report.skipped.append(f"sessions: {exc}")
-        return
+    if discover:
+        try:
+            refs = [r for r in discover_sessions(sources.workspace, sources.agent_home)
+                    if not r.is_subagent]
+        except OSError as exc:
+            report.skipped.append(f"sessions: {exc}")
+            return
+    else:
+        refs = _known_refs(index)
     current = {session_key(r) for r in refs}
-    stale = [k for k, row in index.sources("session").items() if k not in current]
+    stale = [k for k in index.sources("session", with_state=False) if k not in current]
     if stale:
         with index.writing():
             for key in stale:
                 index.remove_source(key)
         report.sessions_removed += len(stale)
-    rows = index.sources("session")
+    rows = index.sources("session", with_state=False)
     work: list[_Work] = []
     for ref in sorted(refs, key=lambda r: r.updated_at):
         key = session_key(ref)
@@ -319,8 +325,9 @@ def _update_sessions(
         row = rows.get(key)
         if row is not None and row.fingerprint == fingerprint:
             continue
-        work.append(_Work(ref, key, fingerprint, row.state if row else None,
-                          row.title if row else None))
+        full = index.source(key) if row is not None else None
+        work.append(_Work(ref, key, fingerprint, full.state if full else None,
+                          full.title if full else None))
     batch: list[_Done] = []
     for done in _results(work, sources.workspace, workers):
         if on_session is not None:
@@ -337,6 +344,23 @@ def _update_sessions(
             break
     if batch:
         _write(index, batch, report)
+
+
+def _known_refs(index: SearchIndex) -> list[SessionRef]:
+    """The sessions the index already holds whose file is still there, without discovery
+    (which reads the head of every transcript): the fast path for "what grew"."""
+    refs = []
+    for row in index.sources("session", with_state=False).values():
+        if not row.path or not row.session_id or not row.agent:
+            continue
+        path = Path(row.path)
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        refs.append(SessionRef(agent=cast("AgentName", row.agent), session_id=row.session_id,
+                               path=path, updated_at=datetime.fromtimestamp(mtime, UTC)))
+    return refs
 
 
 def _write(index: SearchIndex, batch: list[_Done], report: UpdateReport) -> None:
@@ -358,7 +382,8 @@ def _write(index: SearchIndex, batch: list[_Done], report: UpdateReport) -> None
             index.put_source(
                 work.key, "session", work.fingerprint, indexed.docs, state=indexed.state,
                 append=done.grown, session_id=work.ref.session_id, agent=work.ref.agent,
-                at=session.updated_at or work.ref.updated_at, title=title)
+                at=session.updated_at or work.ref.updated_at, title=title,
+                path=str(work.ref.path))
             if done.grown:
                 report.sessions_grown += 1
             else:
@@ -461,7 +486,8 @@ def open_index(paths: ProjectPaths, *, read_only: bool = False) -> SearchIndex:
 
 
 def refresh(paths: ProjectPaths, *, sessions: bool = True,
-            deadline: float | None = None, workers: int = 1) -> UpdateReport:
+            deadline: float | None = None, workers: int = 1,
+            discover: bool = True) -> UpdateReport:
     """Open, update and close the project's index; busy (another updater) is reported."""
     directory = index_dir(paths)
     with update_lock(directory) as mine:
@@ -470,7 +496,8 @@ def refresh(paths: ProjectPaths, *, sessions: bool = True,
         with open_index(paths) as index:
             try:
                 return update_index(index, ProjectSources.of(paths), sessions=sessions,
-                                    deadline=deadline, workers=workers)
+                                    deadline=deadline, workers=workers,
+                                    discover=discover)
             except IndexUnavailable:
                 return UpdateReport(busy=True)
 

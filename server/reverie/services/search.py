@@ -88,13 +88,16 @@ def default_workers() -> int:
 def update_project_index(settings: Settings, workspace: Path, *,
                          sessions: bool = True,
                          budget_seconds: float | None = UPDATE_BUDGET_SECONDS,
-                         workers: int = 1) -> UpdateReport:
+                         workers: int = 1, discover: bool = True) -> UpdateReport:
     """Bring the project's index up to date (what the after-apply hooks and searches call).
-    ``workers`` > 1 lets a first build of many sessions use that many processes."""
+    ``workers`` > 1 lets a first build of many sessions use that many processes;
+    ``discover=False`` only looks at the sessions already indexed (what grew), without
+    discovery's read of every transcript's head."""
     paths = ProjectPaths(settings, workspace)
     deadline = time.monotonic() + budget_seconds if budget_seconds else None
     try:
-        return refresh(paths, sessions=sessions, deadline=deadline, workers=workers)
+        return refresh(paths, sessions=sessions, deadline=deadline, workers=workers,
+                       discover=discover)
     except IndexUnavailable as exc:
         logger.warning("search index not updated: %s", exc)
         return UpdateReport(busy=True)
@@ -131,7 +134,7 @@ def search_project(
     if not index_path(paths).is_file():
         return response
     try:
-        with open_index(paths) as index:
+        with open_index(paths, read_only=True) as index:
             stats = index.stats()
             response.index = IndexCounts(sessions=stats.sessions, documents=stats.documents)
             hits = index.search(query_terms(query), limit=limit, agent=agent or None,

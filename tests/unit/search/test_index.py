@@ -44,7 +44,7 @@ def test_a_grown_session_is_read_only_from_where_it_grew(
     with path.open("a", encoding="utf-8") as handle:  # the agent appends
         handle.write(turn2[len(turn1):].replace("/Users/User/repo/codemie-ai/codemie-code",
                                                 str(paths.workspace)))
-    grown = refresh(paths)
+    grown = refresh(paths, discover=False)  # the fast path: only sessions already indexed
     assert grown.sessions_grown == 1 and grown.sessions_indexed == 0
     after = _docs(paths)
     assert after[: len(before)] == before  # the earlier documents were not touched
@@ -108,7 +108,7 @@ def test_deleted_session_is_forgotten(
     refresh(paths)
     assert search_project(Settings(), paths.workspace, "coupon crash").results
     path.unlink()
-    report = refresh(paths)
+    report = refresh(paths, discover=False)
     assert report.sessions_removed == 1
     response = search_project(Settings(), paths.workspace, "coupon crash")
     assert response.results == [] and response.index.sessions == 0
