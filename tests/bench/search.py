@@ -96,7 +96,7 @@ async def mcp_latencies(settings_env: dict[str, str], workspace: Path) -> list[f
 def bench_size(scale: ModuleType, root: Path, sessions: int, mean_bytes: int) -> dict[str, str]:
     from reverie.config import ProjectPaths, Settings
     from reverie.search.update import index_dir, refresh
-    from reverie.services.search import default_workers, search_project
+    from reverie.services.search import search_project
 
     corpus = scale.make_corpus(root / f"corpus-{sessions}-{mean_bytes}", sessions, mean_bytes,
                                "mix")
@@ -111,13 +111,6 @@ def bench_size(scale: ModuleType, root: Path, sessions: int, mean_bytes: int) ->
     report = refresh(paths)
     build = time.perf_counter() - started
     assert report.sessions_indexed == len(corpus.files), report
-    parallel_data = root / f"data-{sessions}-{mean_bytes}-parallel"
-    shutil.rmtree(parallel_data, ignore_errors=True)
-    parallel_paths = ProjectPaths(settings.model_copy(update={"data_dir": parallel_data}),
-                                  corpus.workspace)
-    started = time.perf_counter()
-    refresh(parallel_paths, workers=default_workers())
-    parallel = time.perf_counter() - started
     size = sum(p.stat().st_size for p in index_dir(paths).iterdir() if p.is_file())
 
     latencies = []
@@ -155,8 +148,6 @@ def bench_size(scale: ModuleType, root: Path, sessions: int, mean_bytes: int) ->
         "transcripts": f"{corpus.bytes / 1e6:.1f} MB",
         "stats read": f"{baseline:.2f} s",
         "index build": f"{build:.2f} s ({build / baseline:.2f}x the stats read)",
-        f"index build, {default_workers()} procs": f"{parallel:.2f} s "
-                                                  f"({parallel / baseline:.2f}x)",
         "index size": f"{size / 1e6:.1f} MB ({100 * size / corpus.bytes:.1f} % of transcripts)",
         "query p50 / p95": f"{1000 * statistics.median(latencies):.1f} / "
                            f"{1000 * _percentile(latencies, 0.95):.1f} ms",

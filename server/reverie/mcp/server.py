@@ -37,7 +37,6 @@ from reverie.services.search import (
     DEFAULT_MAX_TOKENS,
     SearchResponse,
     bound,
-    default_workers,
     memory_topic,
     parse_since,
     search_project,
@@ -68,7 +67,11 @@ INSTRUCTIONS = (
 
 
 class ReverieTools:
-    """The tools' state for one workspace: settings and when the index was last refreshed."""
+    """The tools' state for one workspace: settings and when the index was last refreshed.
+
+    The first search waits for the index to be brought up to date; later ones answer from the
+    index as it is and, when it is older than ``REFRESH_INTERVAL``, start a refresh in the
+    background (one at a time), so a search never waits for a transcript to be read."""
 
     def __init__(self, settings: Settings, workspace: Path) -> None:
         self.settings = settings
@@ -76,29 +79,36 @@ class ReverieTools:
         self._refreshed_at: float | None = None
         self._discovered_at: float | None = None
         self._refresh_lock = asyncio.Lock()
+        self._background: asyncio.Task[None] | None = None
 
-    async def refresh(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and self._refreshed_at is not None and \
-                now - self._refreshed_at < REFRESH_INTERVAL:
-            return
+    async def refresh(self) -> None:
         async with self._refresh_lock:
-            if not force and self._refreshed_at is not None and \
-                    time.monotonic() - self._refreshed_at < REFRESH_INTERVAL:
-                return
-            discover = force or self._discovered_at is None or \
+            discover = self._discovered_at is None or \
                 time.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL
             await asyncio.to_thread(update_project_index, self.settings, self.workspace,
-                                    budget_seconds=REFRESH_BUDGET,
-                                    workers=default_workers(), discover=discover)
+                                    budget_seconds=REFRESH_BUDGET, discover=discover)
             self._refreshed_at = time.monotonic()
             if discover:
                 self._discovered_at = self._refreshed_at
 
+    async def fresh_enough(self) -> None:
+        if self._refreshed_at is None:
+            await self.refresh()
+            return
+        stale = time.monotonic() - self._refreshed_at >= REFRESH_INTERVAL
+        if stale and (self._background is None or self._background.done()):
+            self._background = asyncio.create_task(self._refresh_quietly())
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh()
+        except Exception:  # the next search tries again; the index stays as it was
+            logger.warning("background index refresh failed", exc_info=True)
+
     async def search(self, query: str, limit: int, agent: str | None,
                      since: str | None) -> str:
         since_at = parse_since(since)
-        await self.refresh()
+        await self.fresh_enough()
         response = await asyncio.to_thread(
             search_project, self.settings, self.workspace, query, limit=limit, agent=agent,
             since=since_at, update=False)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reverie.errors import ReverieError
 from reverie.search.query import identifier_parts, match_expression
@@ -343,43 +343,63 @@ class SearchIndex:
             where.append(f"d.kind IN ({', '.join('?' * len(kind_list))})")
             params.extend(kind_list)
         weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-        sql = (
-            f"SELECT d.id, d.kind, d.session_id, d.agent, d.at, d.title, d.label, d.anchor, "
-            f"d.source, d.chars, snippet(fts, 1, '', '', '…', 40), bm25(fts, {weights}) AS r "
-            f"FROM fts JOIN documents d ON d.id = fts.rowid WHERE {' AND '.join(where)} "
-            f"ORDER BY r LIMIT ?")
+        joined = len(where) > 1
+        # ranked ids first; the snippets only for the hits kept (SQLite computes every
+        # result column of every row it sorts, and a snippet is the costly one)
+        sql = (f"SELECT fts.rowid, bm25(fts, {weights}) AS r FROM fts "
+               + ("JOIN documents d ON d.id = fts.rowid " if joined else "")
+               + f"WHERE {' AND '.join(where)} ORDER BY r LIMIT ?")
         params.append(pool or max(limit * 8, 64))
         try:
-            rows = self._db.execute(sql, params).fetchall()
+            ranked = self._db.execute(sql, params).fetchall()
+            ids = [row[0] for row in ranked]
+            meta = {row[0]: row for row in self._db.execute(
+                "SELECT id, kind, session_id, agent, at, title, label, anchor, source, chars "
+                f"FROM documents WHERE id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
         except sqlite3.DatabaseError as exc:
             raise IndexUnavailable(f"the search index could not be read: {exc}") from None
-        newest = max((r[4] for r in rows if r[4] is not None), default=None)
-        scored: list[Hit] = []
-        for (doc_id, kind, session_id, agent_name, at, title, label, anchor, source, chars,
-             snippet, bm25) in rows:
+        newest = max((m[4] for m in meta.values() if m[4] is not None), default=None)
+        scored: list[tuple[float, float, tuple[Any, ...]]] = []
+        for doc_id, bm25 in ranked:
+            row = meta.get(doc_id)
+            if row is None:
+                continue
+            kind, at, label = row[1], row[4], row[6]
             recency = 1.0
             if newest is not None and at is not None:
                 age_days = max(0.0, (newest - at) / 86_400)
                 recency = 0.7 + 0.3 * math.exp(-age_days / (RECENCY_DAYS * 1.5))
             score = -float(bm25) * KIND_WEIGHTS.get(kind, 1.0) \
                 * LABEL_WEIGHTS.get(label, 1.0) * recency
-            scored.append(Hit(
-                doc_id=doc_id, kind=kind, session_id=session_id, agent=agent_name,
-                at=datetime.fromtimestamp(at, UTC) if at is not None else None, title=title,
-                label=label, anchor=anchor, source=source, snippet=snippet, chars=chars,
-                bm25=float(bm25), score=round(score, 4)))
-        scored.sort(key=lambda h: -h.score)
+            scored.append((score, float(bm25), row))
+        scored.sort(key=lambda item: -item[0])
         taken: dict[tuple[str, str], int] = {}
         out: list[Hit] = []
-        for hit in scored:
-            group = (hit.kind, hit.source if hit.kind == "memory" else hit.session_id or "")
+        for score, bm25, row in scored:
+            (doc_id, kind, session_id, agent_name, at, title, label, anchor, source,
+             chars) = row
+            group = (str(kind), str(source) if kind == "memory" else str(session_id or ""))
             if taken.get(group, 0) >= per_group:
                 continue
             taken[group] = taken.get(group, 0) + 1
-            out.append(hit)
+            out.append(Hit(
+                doc_id=doc_id, kind=kind, session_id=session_id, agent=agent_name,
+                at=datetime.fromtimestamp(at, UTC) if at is not None else None,
+                title=title, label=label, anchor=anchor, source=source,
+                snippet=self._snippet(expression, doc_id), chars=chars,
+                bm25=bm25, score=round(score, 4)))
             if len(out) >= limit:
                 break
         return out
+
+    def _snippet(self, expression: str, doc_id: int) -> str:
+        try:
+            row = self._db.execute(
+                "SELECT snippet(fts, 1, '', '', '…', 40) FROM fts WHERE fts MATCH ? "
+                "AND rowid = ?", (expression, doc_id)).fetchone()
+        except sqlite3.DatabaseError:
+            return ""
+        return str(row[0]) if row else ""
 
     def document_text(self, doc_id: int) -> tuple[str, str] | None:
         row = self._db.execute(

@@ -55,9 +55,6 @@ _REVISING = ("gemini-cli", "aider")
 _CHECK_BYTES = 64
 #: sessions written per transaction
 WRITE_BATCH = 32
-#: a first build uses worker processes only from this many sessions on (starting one costs
-#: the imports, ~0.3 s)
-PARALLEL_MIN_SESSIONS = 48
 
 
 def index_dir(paths: ProjectPaths) -> Path:
@@ -228,8 +225,7 @@ class ProjectSources:
 def update_index(
     index: SearchIndex, sources: ProjectSources, *,
     sessions: bool = True, deadline: float | None = None,
-    on_session: Callable[[SessionRef], None] | None = None, workers: int = 1,
-    discover: bool = True,
+    on_session: Callable[[SessionRef], None] | None = None, discover: bool = True,
 ) -> UpdateReport:
     """Index what changed since the last update. ``deadline`` (``time.monotonic``) stops
     between sessions: the rest is picked up next time. Problems are counted, not raised,
@@ -237,7 +233,7 @@ def update_index(
     started = time.monotonic()
     report = UpdateReport(rebuilt=index.rebuilt)
     if sessions:
-        _update_sessions(index, sources, report, deadline, on_session, workers, discover)
+        _update_sessions(index, sources, report, deadline, on_session, discover)
     _update_memory(index, sources.memory_dir, report)
     _update_notes(index, sources.sessions_dir, report)
     report.seconds = time.monotonic() - started
@@ -262,8 +258,7 @@ class _Done:
 
 
 def index_session(work: _Work, workspace: Path) -> _Done:
-    """Index one session (from where it grew when its stored state still fits). Module-level
-    and picklable: a first build of many sessions runs it in worker processes."""
+    """Index one session (from where it grew when its stored state still fits)."""
     ref = work.ref
     try:
         grown = None
@@ -276,28 +271,9 @@ def index_session(work: _Work, workspace: Path) -> _Done:
         return _Done(work, None, False, f"{ref.path.name}: {exc}")
 
 
-def _results(work: list[_Work], workspace: Path, workers: int) -> Iterator[_Done]:
-    """``index_session`` of each, in order: in this process, or in ``workers`` processes
-    when there are enough sessions to pay for starting them."""
-    if workers <= 1 or len(work) < PARALLEL_MIN_SESSIONS:
-        for item in work:
-            yield index_session(item, workspace)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context("spawn"))
-    try:
-        yield from pool.map(index_session, work, [workspace] * len(work), chunksize=4)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _update_sessions(
     index: SearchIndex, sources: ProjectSources, report: UpdateReport, deadline: float | None,
-    on_session: Callable[[SessionRef], None] | None, workers: int = 1,
-    discover: bool = True,
+    on_session: Callable[[SessionRef], None] | None, discover: bool = True,
 ) -> None:
     if discover:
         try:
@@ -329,7 +305,7 @@ def _update_sessions(
         work.append(_Work(ref, key, fingerprint, full.state if full else None,
                           full.title if full else None))
     batch: list[_Done] = []
-    for done in _results(work, sources.workspace, workers):
+    for done in (index_session(item, sources.workspace) for item in work):
         if on_session is not None:
             on_session(done.work.ref)
         if done.error is not None:
@@ -486,8 +462,7 @@ def open_index(paths: ProjectPaths, *, read_only: bool = False) -> SearchIndex:
 
 
 def refresh(paths: ProjectPaths, *, sessions: bool = True,
-            deadline: float | None = None, workers: int = 1,
-            discover: bool = True) -> UpdateReport:
+            deadline: float | None = None, discover: bool = True) -> UpdateReport:
     """Open, update and close the project's index; busy (another updater) is reported."""
     directory = index_dir(paths)
     with update_lock(directory) as mine:
@@ -496,8 +471,7 @@ def refresh(paths: ProjectPaths, *, sessions: bool = True,
         with open_index(paths) as index:
             try:
                 return update_index(index, ProjectSources.of(paths), sessions=sessions,
-                                    deadline=deadline, workers=workers,
-                                    discover=discover)
+                                    deadline=deadline, discover=discover)
             except IndexUnavailable:
                 return UpdateReport(busy=True)
 

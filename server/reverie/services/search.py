@@ -9,7 +9,6 @@ dir all come from its ``ProjectPaths``.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from datetime import UTC, date, datetime
@@ -80,24 +79,17 @@ def parse_since(value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def default_workers() -> int:
-    """Processes a first build of many sessions may use (this machine's cores, at most 4)."""
-    return max(1, min(4, os.cpu_count() or 1))
-
-
 def update_project_index(settings: Settings, workspace: Path, *,
                          sessions: bool = True,
                          budget_seconds: float | None = UPDATE_BUDGET_SECONDS,
-                         workers: int = 1, discover: bool = True) -> UpdateReport:
+                         discover: bool = True) -> UpdateReport:
     """Bring the project's index up to date (what the after-apply hooks and searches call).
-    ``workers`` > 1 lets a first build of many sessions use that many processes;
     ``discover=False`` only looks at the sessions already indexed (what grew), without
     discovery's read of every transcript's head."""
     paths = ProjectPaths(settings, workspace)
     deadline = time.monotonic() + budget_seconds if budget_seconds else None
     try:
-        return refresh(paths, sessions=sessions, deadline=deadline, workers=workers,
-                       discover=discover)
+        return refresh(paths, sessions=sessions, deadline=deadline, discover=discover)
     except IndexUnavailable as exc:
         logger.warning("search index not updated: %s", exc)
         return UpdateReport(busy=True)
@@ -129,7 +121,7 @@ def search_project(
     limit = max(1, min(int(limit), MAX_LIMIT))
     paths = ProjectPaths(settings, workspace)
     if update:
-        update_project_index(settings, workspace, workers=default_workers())
+        update_project_index(settings, workspace)
     response = SearchResponse(query=query)
     if not index_path(paths).is_file():
         return response
