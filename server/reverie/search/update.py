@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,7 +39,7 @@ from reverie.search.documents import (
     session_documents,
     short_title,
 )
-from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex
+from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex, SourceRow
 from reverie.transcripts.discovery import SessionRef, discover_sessions
 from reverie.transcripts.model import AgentName, Message, Session
 from reverie.transcripts.reader import TranscriptError, TranscriptReader
@@ -275,6 +276,7 @@ def _update_sessions(
     index: SearchIndex, sources: ProjectSources, report: UpdateReport, deadline: float | None,
     on_session: Callable[[SessionRef], None] | None, discover: bool = True,
 ) -> None:
+    rows = index.sources("session", with_state=False)
     if discover:
         try:
             refs = [r for r in discover_sessions(sources.workspace, sources.agent_home)
@@ -282,16 +284,15 @@ def _update_sessions(
         except OSError as exc:
             report.skipped.append(f"sessions: {exc}")
             return
+        current = {session_key(r) for r in refs}
+        stale = [key for key in rows if key not in current]
     else:
-        refs = _known_refs(index)
-    current = {session_key(r) for r in refs}
-    stale = [k for k in index.sources("session", with_state=False) if k not in current]
+        refs, stale = _known_changes(rows)
     if stale:
         with index.writing():
             for key in stale:
                 index.remove_source(key)
         report.sessions_removed += len(stale)
-    rows = index.sources("session", with_state=False)
     work: list[_Work] = []
     for ref in sorted(refs, key=lambda r: r.updated_at):
         key = session_key(ref)
@@ -322,21 +323,25 @@ def _update_sessions(
         _write(index, batch, report)
 
 
-def _known_refs(index: SearchIndex) -> list[SessionRef]:
-    """The sessions the index already holds whose file is still there, without discovery
-    (which reads the head of every transcript): the fast path for "what grew"."""
-    refs = []
-    for row in index.sources("session", with_state=False).values():
+def _known_changes(rows: dict[str, SourceRow]) -> tuple[list[SessionRef], list[str]]:
+    """Of the sessions the index already holds, the ones whose file changed and the ones whose
+    file is gone: one ``stat`` each, no discovery (which reads every transcript's head)."""
+    changed: list[SessionRef] = []
+    gone: list[str] = []
+    for key, row in rows.items():
         if not row.path or not row.session_id or not row.agent:
             continue
-        path = Path(row.path)
         try:
-            mtime = path.stat().st_mtime
+            st = os.stat(row.path)
         except OSError:
+            gone.append(key)
             continue
-        refs.append(SessionRef(agent=cast("AgentName", row.agent), session_id=row.session_id,
-                               path=path, updated_at=datetime.fromtimestamp(mtime, UTC)))
-    return refs
+        if f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" == row.fingerprint:
+            continue
+        changed.append(SessionRef(
+            agent=cast("AgentName", row.agent), session_id=row.session_id, path=Path(row.path),
+            updated_at=datetime.fromtimestamp(st.st_mtime, UTC)))
+    return changed, gone
 
 
 def _write(index: SearchIndex, batch: list[_Done], report: UpdateReport) -> None:
