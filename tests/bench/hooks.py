@@ -101,7 +101,8 @@ def main() -> int:
         (indexed / f"{SESSION}.jsonl").write_text(
             TRANSCRIPTS["claude-39KB"].read_text("utf-8").replace(
                 "/home/marco/projects/spotter", str(ws.resolve())), "utf-8")
-        refresh(ProjectPaths(Settings(data_dir=base / "data", agent_home=base / "home"), ws))
+        report = refresh(ProjectPaths(
+            Settings(data_dir=base / "data", agent_home=base / "home"), ws))
 
         def prompt(text: str) -> bytes:
             return json.dumps({"session_id": "bench-prompt", "cwd": str(ws),
@@ -111,7 +112,7 @@ def main() -> int:
         unrelated = prompt("write a haiku about the autumn leaves")
         probe = subprocess.run([*hook, "user-prompt-submit"], input=related,
                                capture_output=True, env=env, check=False)
-        assert b"additionalContext" in probe.stdout, probe.stderr
+        assert b"additionalContext" in probe.stdout, (probe.stderr, report, ws)
 
         results: dict[str, list[float]] = {}
 

@@ -23,8 +23,14 @@ from reverie.search.query import query_terms
 MAX_CONTEXT_CHARS = 1_600
 MAX_HITS = 3
 HIT_CHARS = 420
-#: share of the prompt's term weight a hit must hold (rare words weigh more)
-MIN_COVERAGE = 0.45
+#: share of the weight of the prompt's words the project knows that a hit must hold (rare
+#: words weigh more; words no document holds say nothing either way)
+MIN_COVERAGE = 0.5
+#: the matched words' rarity summed (1.0 = a word a single document holds): two common words
+#: ("run", "test") are not enough
+MIN_RARITY = 1.1
+#: share of all the prompt's words a hit must hold
+MIN_SHARE = 0.3
 #: at least this many distinct prompt terms must appear in a hit (a one-word prompt: nothing)
 MIN_MATCHED_TERMS = 2
 #: at most this many prompt terms are weighed (the first ones)
@@ -68,6 +74,10 @@ def find_index(data_dir: Path, cwd: Path) -> tuple[Path, Path] | None:
     return None
 
 
+def _idf(total: int, frequency: int) -> float:
+    return math.log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+
+
 def _stem(term: str) -> str:
     """A crude stem for "does the hit hold this word" (FTS5 matched with Porter stems)."""
     if len(term) <= 4:
@@ -85,28 +95,42 @@ def recall(index: SearchIndex, prompt: str, *, exclude_session: str | None = Non
     terms = [t for t in query_terms(prompt) if t not in CHAT_WORDS][:MAX_PROMPT_TERMS]
     if len(terms) < MIN_MATCHED_TERMS:
         return []
-    hits = [h for h in index.search(terms, limit=limit * 4, per_group=1)
+    # several documents per session: the one that holds the prompt's words is not always the
+    # one BM25 puts first (a short list that matches one common word can)
+    hits = [h for h in index.search(terms, limit=limit * 8, per_group=4)
             if not exclude_session or h.session_id != exclude_session]
     if not hits:
         return []
     total, frequencies = index.term_frequencies(terms)
-    weights = {t: math.log(1 + (total - frequencies.get(t, 0) + 0.5)
-                           / (frequencies.get(t, 0) + 0.5)) for t in terms}
     known = [t for t in terms if frequencies.get(t, 0) > 0]
-    if not known:
+    if len(known) < MIN_MATCHED_TERMS:
         return []
-    whole = sum(weights.values())
-    needed = MIN_MATCHED_TERMS
+    # how rare each word is in this project, 1.0 for a word only one document holds
+    rarest = _idf(total, 1)
+    rarity = {t: _idf(total, frequencies[t]) / rarest for t in known}
+    whole_known = sum(rarity.values())
     out: list[Recalled] = []
     for hit in hits:
         document = index.document_text(hit.doc_id)
         text = ((document[0] + " " + document[1]) if document else hit.snippet).lower()
-        matched = tuple(t for t in terms if _holds(text, t))
-        coverage = sum(weights[t] for t in matched) / whole if whole else 0.0
-        if len(matched) >= needed and coverage >= MIN_COVERAGE:
+        matched = tuple(t for t in known if _holds(text, t))
+        weight = sum(rarity[t] for t in matched)
+        coverage = weight / whole_known if whole_known else 0.0
+        # enough of the words the project knows, of some rarity, and not a few words lost
+        # in a long prompt about something else
+        if len(matched) >= MIN_MATCHED_TERMS and coverage >= MIN_COVERAGE \
+                and weight >= MIN_RARITY and len(matched) / len(terms) >= MIN_SHARE:
             out.append(Recalled(hit, round(coverage, 3), matched))
     out.sort(key=lambda r: (-r.coverage, -r.hit.score))
-    return out[:limit]
+    kept: list[Recalled] = []
+    groups: set[tuple[str, str]] = set()
+    for item in out:  # one per session (or topic file)
+        group = (item.hit.kind, item.hit.source if item.hit.kind == "memory"
+                 else item.hit.session_id or "")
+        if group not in groups:
+            groups.add(group)
+            kept.append(item)
+    return kept[:limit]
 
 
 def _line(item: Recalled) -> str:

@@ -1,6 +1,6 @@
 """The labelled retrieval set (``tests/bench/recall.py``) must stay above its floor: the goal
 is hit@5 >= 0.9 and MRR >= 0.7; never a hit from another project, never a secret; the prompt
-hook answers no unrelated prompt and most labelled questions."""
+hook answers at most 1 % of unrelated prompts and most labelled questions."""
 
 from __future__ import annotations
 
@@ -29,5 +29,6 @@ def test_retrieval_floor(tmp_path: Path) -> None:
     assert scores.mrr >= 0.7
     assert scores.foreign == 0
     assert scores.secrets == 0
-    assert scores.hook_unrelated == 0
-    assert scores.hook_correct >= 0.6 * scores.questions
+    # the prompt hook: (almost) never on an unrelated prompt, on most labelled questions
+    assert scores.hook_unrelated <= 0.01 * scores.unrelated_pairs
+    assert scores.hook_correct >= 0.8 * scores.questions
