@@ -69,37 +69,7 @@ def _run(args: argparse.Namespace) -> dict[str, object] | None:
     return None
 
 
-def _data_dir(args: argparse.Namespace) -> Path:
-    """``--data-dir``, else ``REVERIE_DATA_DIR``, else the platform's (as ``Settings`` has it,
-    without importing the settings stack)."""
-    if args.data_dir:
-        return Path(args.data_dir).expanduser()
-    env = os.environ.get("REVERIE_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("reverie"))
-
-
 def _user_prompt_submit(args: argparse.Namespace) -> dict[str, object] | None:
-    try:
-        data = json.loads(sys.stdin.buffer.read())
-    except (ValueError, UnicodeDecodeError):
-        _note("hook input is not JSON")
-        return None
-    if not isinstance(data, dict):
-        _note("hook input is not a JSON object")
-        return None
-    prompt, cwd = data.get("prompt"), data.get("cwd")
-    if not isinstance(prompt, str) or not prompt.strip() or not isinstance(cwd, str) or not cwd:
-        return None
-    session = data.get("session_id")
-    from reverie.search.recall import prompt_context
+    from reverie.commands.prompt_hook import prompt_hook_output
 
-    context = prompt_context(_data_dir(args), Path(cwd), prompt,
-                             session if isinstance(session, str) else None)
-    if context is None:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                   "additionalContext": context}}
+    return prompt_hook_output(args.data_dir)

@@ -12,16 +12,14 @@ transactions, so a search reads a consistent index while an update runs in anoth
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reverie.errors import ReverieError
 from reverie.search.query import identifier_parts, match_expression
@@ -29,7 +27,8 @@ from reverie.search.query import identifier_parts, match_expression
 if TYPE_CHECKING:  # documents imports the analysis and memory stacks: not for the prompt hook
     from reverie.search.documents import Document, Kind
 
-logger = logging.getLogger(__name__)
+# (no module-level logger: ``logging`` is imported when there is something to log, so the
+# prompt hook, which imports this module before every prompt, does not pay for it)
 
 SCHEMA_VERSION = "3"
 INDEX_FILE = "index.sqlite3"
@@ -84,8 +83,7 @@ class IndexUnavailable(ReverieError):
     permissions); the message says which, in one line."""
 
 
-@dataclass(frozen=True, slots=True)
-class SourceRow:
+class SourceRow(NamedTuple):
     key: str
     kind: str
     fingerprint: str
@@ -98,8 +96,7 @@ class SourceRow:
     path: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """One ranked document."""
 
     doc_id: int
@@ -121,8 +118,7 @@ class Hit:
         return self.at.date().isoformat() if self.at is not None else None
 
 
-@dataclass(frozen=True, slots=True)
-class IndexStats:
+class IndexStats(NamedTuple):
     sessions: int
     documents: int
 
@@ -167,7 +163,10 @@ class SearchIndex:
             return self._rebuild(str(exc))
 
     def _rebuild(self, reason: str) -> sqlite3.Connection:
-        logger.warning("search index %s is unusable (%s): building it again", self.path, reason)
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "search index %s is unusable (%s): building it again", self.path, reason)
         _remove_files(self.path)
         self.rebuilt = True
         try:
