@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reverie.fsutil import ensure_private_dir as ensure_private_dir  # re-exported
+from reverie.agent_roots import AgentRoots
 from reverie.projects import project_key as project_key  # re-exported
 
 Provider = Literal[
@@ -152,6 +152,11 @@ class Settings(BaseSettings):
         return cls(**values)
 
 
+#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
+#: own sessions are Reverie's model calls, never sessions to track or consolidate
+REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
+
+
 #: Claude Code keeps at most this many characters of the folded path, then adds a hash
 CLAUDE_SLUG_LIMIT = 200
 
@@ -240,8 +245,6 @@ class ProjectPaths:
         if s.memory_dir is not None and s.memory_dir_preset in ("custom", "reverie"):
             return s.memory_dir.expanduser()
         if s.memory_dir_preset == "claude-code":
-            from reverie.transcripts.agent_roots import AgentRoots
-
             projects = AgentRoots.for_home(s.agent_home).claude_projects
             return claude_project_dir(projects, str(self.workspace)) / "memory"
         return self.root / "memory"

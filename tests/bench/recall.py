@@ -27,16 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "eval"))
+if __name__ == "__main__":
+    # run by hand (tests/bench/recall.py): tests/ replaces this folder on sys.path, as
+    # pytest's pythonpath has it
+    sys.path[0] = str(TESTS)
 
-from eval_harness import Fixture, Sandbox, project_names  # noqa: E402
-from eval_projects import DB_PASSWORD, GITHUB_TOKEN, STRIPE_KEY  # noqa: E402
-
-from reverie.config import ProjectPaths, Settings, claude_project_slug  # noqa: E402
-from reverie.search.recall import recall  # noqa: E402
-from reverie.search.update import index_path, open_index, refresh  # noqa: E402
-from reverie.services.search import SearchResult, search_project  # noqa: E402
-from reverie.transcripts.reader import TranscriptReader  # noqa: E402
+from eval.eval_harness import Fixture, Sandbox, project_names
+from eval.eval_projects import DB_PASSWORD, GITHUB_TOKEN, STRIPE_KEY
+from reverie.config import ProjectPaths, Settings, claude_project_slug
+from reverie.search.recall import recall
+from reverie.search.update import index_path, open_index, refresh
+from reverie.services.search import SearchResult, search_project
+from reverie.transcripts.reader import TranscriptReader
 
 QUESTIONS = TESTS / "fixtures" / "recall" / "questions.toml"
 REAL = TESTS / "fixtures" / "transcripts"

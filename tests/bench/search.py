@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import shutil
 import statistics
@@ -50,12 +49,11 @@ QUERIES = [
 
 
 def _scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reverie_bench_scale", HERE / "scale.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    if __name__ == "__main__":  # run by hand: tests/ on sys.path, as pytest has it
+        sys.path[0] = str(HERE.parent)
+    from bench import scale
+
+    return scale
 
 
 def _percentile(values: list[float], share: float) -> float:

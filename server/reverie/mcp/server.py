@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from reverie import __version__
-from reverie.config import ProjectPaths, Settings
+from reverie.config import Settings
 from reverie.errors import UserError
 from reverie.services.remember import remember_async
 from reverie.services.search import (
@@ -114,8 +114,10 @@ class ReverieTools:
             since=since_at, update=False)
         return render_search(response)
 
-    def after_apply(self, paths: ProjectPaths) -> None:
-        update_project_index(self.settings, paths.workspace, sessions=False)
+    def after_apply(self, memory_dir: Path) -> None:
+        """After-apply hook of the writes this server makes: the new memory is searchable at
+        once (memory and notes only; sessions on the next refresh)."""
+        update_project_index(self.settings, self.workspace, sessions=False)
 
 
 def render_search(response: SearchResponse, max_tokens: int = DEFAULT_MAX_TOKENS) -> str:
@@ -248,7 +250,7 @@ def build_server(settings: Settings, workspace: Path) -> MCPServer[Any]:
     ) -> str:
         async def work() -> str:
             result = await remember_async(settings, workspace, text, topic=topic,
-                                          after_apply=tools.after_apply)
+                                          after_apply=[tools.after_apply])
             return bound(json.dumps({
                 "remembered": result.line, "file": result.file, "topic": result.topic,
                 "run_id": result.run_id,

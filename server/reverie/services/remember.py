@@ -3,8 +3,10 @@
 The text is redacted, refused when it is empty, too long or of a never-keep class
 (``curation.noise``), and appended as one bullet to a topic file with its provenance
 ("asked by the user in session X, date"); the topic gets an index line in ``MEMORY.md`` when it
-is new. The write goes through ``MemoryWriteSession``: the consolidation lock, a staged copy,
-repair and validation, an atomic apply and a history record (``reverie undo`` takes it back).
+is new. The write goes through the application's ``MemoryWriter`` (``services.wiring``): the
+consolidation lock, a staged copy, repair and validation, an atomic apply, a history record
+(``reverie undo`` takes it back) and the after-apply hooks, plus the caller's own (the MCP
+server brings the search index up to date there).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +26,6 @@ from reverie.curation.topics import slug
 from reverie.errors import UserError
 from reverie.fsutil import atomic_write_text
 from reverie.memory.lock import LockBusy
-from reverie.memory.session import MemoryValidationError, MemoryWriteSession
 from reverie.memory.store import (
     INDEX_NAME,
     IndexEntry,
@@ -33,7 +34,9 @@ from reverie.memory.store import (
     parse_topic,
     render_topic,
 )
+from reverie.memory.write import AfterApply, MemoryValidationError
 from reverie.redact import redact
+from reverie.services.wiring import memory_writer
 from reverie.transcripts.discovery import current_session
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,8 @@ MAX_FACT_CHARS = 600
 DEFAULT_TOPIC = "remembered"
 DEFAULT_TOPIC_TITLE = "Remembered"
 DEFAULT_TOPIC_HOOK = "facts the user asked an agent to keep"
+#: a remember waits this long for a running dream to let go of the lock
+REMEMBER_WAIT_SECONDS = 10.0
 
 
 class RememberResult(BaseModel):
@@ -111,11 +116,11 @@ def _write_fact(staged: Path, file_name: str, title: str, line: str, today: str)
 
 async def remember_async(
     settings: Settings, workspace: Path, text: str, *, topic: str | None = None,
-    session_id: str | None = None,
-    after_apply: Callable[[ProjectPaths], None] | None = None,
+    session_id: str | None = None, after_apply: Sequence[AfterApply] = (),
 ) -> RememberResult:
     """Write one fact; ``UserError`` with a one-line reason when it is refused or the memory
-    is busy. ``session_id`` defaults to the project's most recent session."""
+    is busy. ``session_id`` defaults to the project's most recent session; ``after_apply``
+    hooks run after the wired ones."""
     paths = ProjectPaths(settings, workspace)
     fact = _clean_fact(text)
     file_name, title = _topic_file(topic)
@@ -125,10 +130,11 @@ async def remember_async(
     today = datetime.now(UTC).date().isoformat()
     line = _fact_line(fact, session_id, today)
     memory_dir = paths.memory_dir
-    writer = MemoryWriteSession(memory_dir, source="manual",
-                                sessions=[session_id] if session_id else [])
+    write = memory_writer(*after_apply).open(
+        memory_dir, source="manual", sessions=[session_id] if session_id else [],
+        wait_seconds=REMEMBER_WAIT_SECONDS, poll_seconds=0.5)
     try:
-        async with writer as staged:
+        async with write as staged:
             staged.summary = f"remember: asked by the user in session {session_id or '?'}"
             await asyncio.to_thread(_write_fact, staged.path, file_name, title, line, today)
     except LockBusy:
@@ -136,18 +142,13 @@ async def remember_async(
             from None
     except MemoryValidationError as exc:
         raise UserError(f"refused: {exc}") from None
-    if after_apply is not None:
-        try:
-            await asyncio.to_thread(after_apply, paths)
-        except Exception:  # the fact is written; a stale index is refreshed next time
-            logger.warning("after remember: index update failed", exc_info=True)
-    return RememberResult(run_id=writer.run_id, topic=title, file=file_name, line=line,
+    return RememberResult(run_id=write.run_id, topic=title, file=file_name, line=line,
                           session_id=session_id)
 
 
 def remember(settings: Settings, workspace: Path, text: str, *, topic: str | None = None,
              session_id: str | None = None,
-             after_apply: Callable[[ProjectPaths], None] | None = None) -> RememberResult:
+             after_apply: Sequence[AfterApply] = ()) -> RememberResult:
     """``remember_async`` for callers without an event loop."""
     return asyncio.run(remember_async(settings, workspace, text, topic=topic,
                                       session_id=session_id, after_apply=after_apply))

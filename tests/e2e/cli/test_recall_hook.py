@@ -93,7 +93,7 @@ def test_a_related_prompt_gets_the_past_fix(project: Path,
     "what is the capital of France?",
     "???",
     "x" * 200_000,
-])
+], ids=lambda prompt: prompt[:20])
 def test_an_unrelated_prompt_adds_nothing(project: Path, reverie_env: dict[str, Path],
                                           prompt: str) -> None:
     done = run_hook({"session_id": NOW, "cwd": str(project), "prompt": prompt},

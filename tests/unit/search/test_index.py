@@ -185,7 +185,7 @@ def test_secrets_never_reach_the_index(
     '"', '""', '"unterminated', "*", "deploy*", "NEAR(a b)", "a NEAR b", "col:deploy",
     "title:x OR", "AND OR NOT", "(", ")", "^", "-", "+", "!!!", "...", "",
     "   ", "\x00", "a" * 1_000_000, "x " * 500_000, "é ü 漢字 🙂",
-])
+], ids=lambda query: repr(query[:16]))
 def test_hostile_queries_are_safe(
         install: Install, paths: ProjectPaths, make_session: Callable[..., str],
         query: str) -> None:

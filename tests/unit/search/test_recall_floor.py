@@ -4,25 +4,12 @@ hook answers at most 1 % of unrelated prompts and most labelled questions."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "recall.py"
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reverie_bench_recall", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from bench import recall as bench
 
 
 def test_retrieval_floor(tmp_path: Path) -> None:
-    bench = _bench()
     scores = bench.evaluate(tmp_path)
     assert scores.questions >= 60
     assert scores.hit_at_5 >= 0.9, scores.misses
