@@ -306,8 +306,10 @@ class ReverieLanguageServer(LanguageServer):
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
-        #: how every job of this server writes memory (with the after-apply hooks)
-        self.memory_writer = memory_writer()
+        #: how every job of this server writes memory (with the after-apply hooks; this
+        #: server's own keeps the workspaces' search indexes current)
+        self.memory_writer = memory_writer(self._memory_applied)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._session_memory: SessionMemoryManager | None = None
         #: uri -> source -> diagnostics; published merged per uri
         self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
@@ -535,6 +537,10 @@ class ReverieLanguageServer(LanguageServer):
 
     # --- tasks, messages, notifications --------------------------------------------------------
 
+    def remember_loop(self) -> None:
+        """Note the running loop (the memory writer's after-apply hook schedules on it)."""
+        self._loop = asyncio.get_running_loop()
+
     def run_task(
         self, coro: Coroutine[Any, Any, Any], name: str | None = None
     ) -> asyncio.Task[Any]:
@@ -664,7 +670,20 @@ class ReverieLanguageServer(LanguageServer):
         self.show("info", f"Reverie: {saved.message.splitlines()[0]}")
         for t in [tracker] if tracker is not None else list(self.trackers.values()):
             t.memory_written([Path(x) for x in saved.memory_paths])
-            self.update_search_index(t)
+
+    def _memory_applied(self, memory_dir: Path) -> None:
+        """After-apply hook of the server's memory writer (called in the writer's thread, after
+        a dream, sleep or undo applied): the search index of each workspace with that memory
+        dir is brought up to date, scheduled on the loop, run in a worker process."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._index_memory_dir, memory_dir)
+
+    def _index_memory_dir(self, memory_dir: Path) -> None:
+        for tracker in list(self.trackers.values()):
+            if tracker.memory_dir == memory_dir:
+                self.update_search_index(tracker)
 
     def update_search_index(self, tracker: WorkspaceTracker) -> None:
         """Bring the workspace's search index up to date after memory or notes changed: in

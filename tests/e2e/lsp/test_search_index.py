@@ -9,7 +9,7 @@ import time
 import pytest
 
 from reverie.config import ProjectPaths, Settings
-from reverie.search.index import SearchIndex
+from reverie.search.index import IndexUnavailable, SearchIndex
 from reverie.search.query import query_terms
 from reverie.search.update import index_path
 
@@ -22,7 +22,11 @@ async def _wait_for_index(path, workspace, predicate, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.is_file():
-            index = SearchIndex(path, workspace)
+            try:  # the server's worker may be creating it right now
+                index = SearchIndex(path, workspace, read_only=True)
+            except IndexUnavailable:
+                await asyncio.sleep(0.2)
+                continue
             try:
                 if predicate(index):
                     return index.stats()
@@ -49,7 +53,7 @@ async def test_notes_update_updates_the_search_index(start_server, workspace, re
 
     stats = await _wait_for_index(db, paths.workspace, has_notes)
     assert stats.sessions == 1
-    index = SearchIndex(db, paths.workspace)
+    index = SearchIndex(db, paths.workspace, read_only=True)
     try:
         hits = index.search(query_terms("spotter web search"), limit=10)
         assert any(h.session_id == TOOL_HEAVY_ID for h in hits)
@@ -58,3 +62,21 @@ async def test_notes_update_updates_the_search_index(start_server, workspace, re
     # the server answered all along: the update ran in a worker process
     status = await s.command("reverie.server.status")
     assert status["sessionsTracked"] == 1
+
+
+async def test_a_dream_updates_the_search_index_after_apply(start_server, workspace,
+                                                            reverie_env):
+    """The server's memory writer runs the index update as an after-apply hook: the memory
+    the dream wrote is searchable without any search having run."""
+    place(TOOL_HEAVY, reverie_env["agent_home"], workspace)
+    s = await start_server(init_options={"watchDebounceMs": 50, "dreamMinSessions": 1,
+                                         "dreamScanIntervalSeconds": 0})
+    await s.command("reverie.server.dream")
+    saved = await s.wait_for_event("reverie/memorySaved", timeout=60)
+    assert saved["memoryPaths"]
+    paths = ProjectPaths(Settings(), workspace)
+
+    def has_memory(index: SearchIndex) -> bool:
+        return any(r.kind == "memory" for r in index.sources().values())
+
+    await _wait_for_index(index_path(paths), paths.workspace, has_memory)
