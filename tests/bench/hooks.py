@@ -92,27 +92,31 @@ def main() -> int:
         settings = Settings(data_dir=base / "data")
         marker = ProjectPaths(settings, ws).session_dir(SESSION) / "extraction.running"
 
-        # a search index for the prompt hook: the 39 KB session, as the agent wrote it
+        # a search index for the prompt hook, in a workspace of its own (the other cases'
+        # session stays where they expect it): the 39 KB session, as the agent wrote it
         from reverie.config import claude_project_slug
         from reverie.search.update import refresh
 
-        indexed = base / "home" / ".claude" / "projects" / claude_project_slug(str(ws.resolve()))
+        recall_ws = (base / "ws-recall").resolve()
+        recall_ws.mkdir()
+        indexed = base / "home" / ".claude" / "projects" / claude_project_slug(str(recall_ws))
         indexed.mkdir(parents=True)
-        (indexed / f"{SESSION}.jsonl").write_text(
+        (indexed / "recall-bench-session.jsonl").write_text(
             TRANSCRIPTS["claude-39KB"].read_text("utf-8").replace(
-                "/home/marco/projects/spotter", str(ws.resolve())), "utf-8")
+                "/home/marco/projects/spotter", str(recall_ws)).replace(
+                SESSION, "recall-bench-session"), "utf-8")
         report = refresh(ProjectPaths(
-            Settings(data_dir=base / "data", agent_home=base / "home"), ws))
+            Settings(data_dir=base / "data", agent_home=base / "home"), recall_ws))
 
         def prompt(text: str) -> bytes:
-            return json.dumps({"session_id": "bench-prompt", "cwd": str(ws),
+            return json.dumps({"session_id": "bench-prompt", "cwd": str(recall_ws),
                                "hook_event_name": "UserPromptSubmit", "prompt": text}).encode()
 
         related = prompt("scrolling back in xterm.js still broken when tmux runs inside it")
         unrelated = prompt("write a haiku about the autumn leaves")
         probe = subprocess.run([*hook, "user-prompt-submit"], input=related,
                                capture_output=True, env=env, check=False)
-        assert b"additionalContext" in probe.stdout, (probe.stderr, report, ws)
+        assert b"additionalContext" in probe.stdout, (probe.stderr, report)
 
         results: dict[str, list[float]] = {}
 
