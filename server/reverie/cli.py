@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "disconnect": "disconnect",
     "connections": "connections",
     "hook": "hook",
+    "check": "check",
 }
 
 

@@ -72,6 +72,7 @@ export const SERVER_SETTING_KEYS = [
   "remoteMode",
   "memoryDirPreset",
   "memoryDir",
+  "factAgingDays",
   "sleepEnabled",
   "sleepTime",
   "sleepMaxEntries",

@@ -1,0 +1,240 @@
+"""The facts of a memory dir, their recorded anchors, and their status against the workspace.
+
+Anchors live in each topic file's front matter, beside the other metadata and out of the text
+the agent reads::
+
+    anchors:
+      3f2a1c9d0e: {uses: [{script: build, in: package.json}], verified: '2026-12-01'}
+
+keyed by a hash of the fact's statement (so an edited fact is extracted again). A fact without an
+entry (a person's edit, a file written by another tool) is extracted when it is checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from reverie.anchors.extract import Extractor
+from reverie.anchors.model import Anchor, AnchorCheck, Status, combine
+from reverie.anchors.symbols import SymbolIndex
+from reverie.anchors.tree import WorkTree
+from reverie.anchors.validate import Validator
+from reverie.curation.facts import EPOCH, Fact, normalise
+from reverie.curation.topics import read_doc
+from reverie.memory.store import TopicMeta, read_topic, topic_names
+
+logger = logging.getLogger(__name__)
+
+ANCHORS_KEY = "anchors"
+_PINNED = re.compile(r"📌|\(pinned\b|<!--\s*pinned\s*-->|\bpinned:\s*true\b", re.IGNORECASE)
+
+
+def fact_key(fact: Fact) -> str:
+    """A stable id for a statement: its normalised text, hashed (labels included)."""
+    text = normalise(f"{fact.label} {fact.text}")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+
+
+def display_text(fact: Fact) -> str:
+    return f"{fact.label}: {fact.text}" if fact.label else fact.text
+
+
+@dataclass
+class Recorded:
+    """What the front matter holds for one fact."""
+
+    anchors: list[Anchor]
+    verified: date | None = None
+
+
+@dataclass
+class MemoryFact:
+    """One live fact of a topic file, positioned in the file (0-based lines, end exclusive)."""
+
+    topic: str
+    key: str
+    fact: Fact
+    line: int
+    end: int
+    lines: list[str]
+    recorded: Recorded | None
+    pinned: bool
+
+    @property
+    def text(self) -> str:
+        return display_text(self.fact)
+
+    @property
+    def confirmed(self) -> date | None:
+        """The last date a session stated it (its provenance), or a check found it valid."""
+        days = [d for d in (self.fact.at.date() if self.fact.at != EPOCH else None,
+                            self.recorded.verified if self.recorded else None) if d]
+        return max(days) if days else None
+
+
+@dataclass
+class TopicFacts:
+    """A parsed topic file: its meta, body offset and live facts."""
+
+    name: str
+    meta: TopicMeta
+    text: str
+    body_start: int
+    facts: list[MemoryFact] = field(default_factory=list)
+
+
+def recorded_anchors(meta: TopicMeta) -> dict[str, Recorded]:
+    raw = (meta.model_extra or {}).get(ANCHORS_KEY)
+    out: dict[str, Recorded] = {}
+    if not isinstance(raw, dict):
+        return out
+    for key, value in raw.items():
+        if not isinstance(value, dict):
+            continue
+        items = value.get("uses", [])
+        anchors = [a for a in (Anchor.from_yaml(i) for i in items) if a is not None] \
+            if isinstance(items, list) else []
+        out[str(key)] = Recorded(anchors=anchors, verified=_date(value.get("verified")))
+    return out
+
+
+def anchors_block(entries: dict[str, Recorded]) -> dict[str, Any]:
+    return {key: {"uses": [a.to_yaml() for a in rec.anchors],
+                  **({"verified": rec.verified.isoformat()} if rec.verified else {})}
+            for key, rec in entries.items()}
+
+
+def _date(value: Any) -> date | None:
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def read_topic_facts(memory_dir: Path, name: str) -> TopicFacts | None:
+    """A topic file's live facts; None when it cannot be read or its front matter is broken
+    (a file the user broke is theirs to fix)."""
+    path = memory_dir / name
+    try:
+        topic = read_topic(path)
+        raw = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        logger.info("check: skipping unreadable topic %s: %s", name, exc)
+        return None
+    if topic.error:
+        return None
+    lines = raw.splitlines()
+    start = _body_start(lines, topic.body, topic.has_front_matter)
+    doc = read_doc(name, topic.meta, topic.body)
+    recorded = recorded_anchors(topic.meta)
+    topic_pinned = (topic.meta.model_extra or {}).get("pinned") is True
+    out = TopicFacts(name=name, meta=topic.meta, text=raw, body_start=start)
+    for item in doc.items:
+        key = fact_key(item.fact)
+        item_lines = doc.lines[item.start:item.end]
+        pinned = topic_pinned or bool(getattr(item.fact, "pinned", False)) or \
+            any(_PINNED.search(line) for line in item_lines)
+        out.facts.append(MemoryFact(
+            topic=name, key=key, fact=item.fact, line=start + item.start, end=start + item.end,
+            lines=item_lines, recorded=recorded.get(key), pinned=pinned))
+    return out
+
+
+def _body_start(lines: list[str], body: str, has_front_matter: bool) -> int:
+    if not has_front_matter:
+        return 0
+    closing = next((n for n in range(1, len(lines)) if lines[n].strip() == "---"), 0)
+    first = next((line for line in body.splitlines() if line.strip()), None)
+    for number in range(closing + 1, len(lines)):
+        if first is None or lines[number] == first:
+            return number if first is not None else closing + 1
+    return closing + 1
+
+
+def memory_facts(memory_dir: Path) -> list[TopicFacts]:
+    topics = []
+    for name in topic_names(memory_dir):
+        parsed = read_topic_facts(memory_dir, name)
+        if parsed is not None:
+            topics.append(parsed)
+    return topics
+
+
+@dataclass
+class FactStatus:
+    """One fact checked: the ``reverie check --json`` element."""
+
+    fact: MemoryFact
+    status: Status
+    reason: str
+    checks: list[AnchorCheck]
+    anchors: list[Anchor]
+    verified: date | None
+    aging: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.fact.topic,
+            "text": self.fact.text,
+            "status": self.status,
+            "reason": self.reason,
+            "anchors": [c.as_json() for c in self.checks],
+            "verified": self.verified.isoformat() if self.verified else None,
+        }
+
+
+@dataclass
+class MemoryCheck:
+    """Every live fact of a memory dir with its status."""
+
+    memory_dir: Path
+    workspace: Path
+    topics: list[TopicFacts]
+    facts: list[FactStatus]
+
+    def count(self, status: Status) -> int:
+        return sum(1 for f in self.facts if f.status == status)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"facts": [f.as_json() for f in self.facts], "stale": self.count("stale"),
+                "valid": self.count("valid"), "unverifiable": self.count("unverifiable")}
+
+
+def check_memory(memory_dir: Path, workspace: Path, today: date,
+                 aging_days: int = 0) -> MemoryCheck:
+    """Check every live fact of ``memory_dir`` against ``workspace`` (read only)."""
+    topics = memory_facts(memory_dir)
+    tree = WorkTree(workspace)
+    symbols = SymbolIndex(tree)
+    facts = [f for t in topics for f in t.facts]
+    fresh = [f for f in facts if f.recorded is None]
+    extracted = Extractor(tree, symbols).extract_many([f.fact.text for f in fresh])
+    anchors: dict[int, list[Anchor]] = {id(f): a for f, a in zip(fresh, extracted, strict=True)}
+    for fact in facts:
+        if fact.recorded is not None:
+            anchors[id(fact)] = fact.recorded.anchors
+    groups = [anchors[id(f)] for f in facts]
+    checked = Validator(tree, symbols).check_many(groups)
+    out: list[FactStatus] = []
+    for fact, group, checks in zip(facts, groups, checked, strict=True):
+        status, reason = combine(checks)
+        if status == "unverifiable" and tree.git_error and checks:
+            reason = reason or tree.git_error
+        verified = today if status == "valid" else (
+            fact.recorded.verified if fact.recorded else None)
+        confirmed = today if status == "valid" else fact.confirmed
+        aging = (aging_days > 0 and status != "stale" and not fact.pinned and not fact.fact.user
+                 and confirmed is not None and confirmed < today - timedelta(days=aging_days))
+        out.append(FactStatus(fact=fact, status=status, reason=reason, checks=checks,
+                              anchors=group, verified=verified, aging=aging))
+    return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=out)
