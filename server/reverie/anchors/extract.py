@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from reverie.anchors import manifests as mf
@@ -98,6 +98,22 @@ class Extractor:
     def __init__(self, tree: WorkTree, symbols: SymbolIndex | None = None) -> None:
         self.tree = tree
         self.symbols = symbols or SymbolIndex(tree)
+        self._past: dict[tuple[str, str], set[str]] = {}
+
+    def _defined(self, rel: str, reader: Callable[[str], set[str]], name: str,
+                 kind: str) -> bool:
+        """``name`` is defined in ``rel`` now, or was in a version git history has (it is an
+        anchor either way; the check then says whether it still holds)."""
+        text = self.tree.read_text(rel)
+        if text is not None and name in reader(text):
+            return True
+        key = (kind, rel)
+        if key not in self._past:
+            found: set[str] = set()
+            for version in self.tree.versions(rel):
+                found |= reader(version)
+            self._past[key] = found
+        return name in self._past[key]
 
     def extract(self, text: str) -> list[Anchor]:
         return self.extract_many([text])[0]
@@ -106,12 +122,17 @@ class Extractor:
         drafts = [self._draft(text) for text in texts]
         wanted = {name for d in drafts for name, _ in d.symbols}
         found = self.symbols.locate(wanted) if wanted else {}
+        lenient = {name for d in drafts for name, strict in d.symbols
+                   if not strict and name not in found}
+        past = self.tree.past_occurrences(lenient, is_source) if lenient else {}
         out: list[list[Anchor]] = []
         for draft in drafts:
             anchors = list(draft.anchors)
             for name, strict in draft.symbols:
                 where = found.get(name)
                 if where is None:
+                    if not strict and name in past:  # renamed or removed since
+                        anchors.append(Anchor(kind="symbol", value=name, where=past[name]))
                     continue
                 if strict and not where.defined:
                     continue
@@ -142,8 +163,13 @@ class Extractor:
                 continue
         config_files = [p for p in paths if _is_config_file(p)]
         claimed: set[str] = set()
-        for token in kept:
-            for key in _config_candidates(token):
+        for index, token in enumerate(kept):
+            candidates = _config_candidates(token)
+            if candidates and not token.code and index + 1 < len(kept):
+                value = _bare(kept[index + 1].text)
+                if re.fullmatch(r"[\w.-]+", value):
+                    candidates.insert(0, f"{candidates[0]}={value}")  # PYTHON_VERSION 3.12
+            for key in candidates:
                 for config in config_files:
                     if self._has_config(config, key):
                         draft.anchors.append(Anchor(kind="config", value=key, where=config))
@@ -163,7 +189,7 @@ class Extractor:
         return draft
 
     def _path(self, token: _Token) -> str | None:
-        raw = token.text.strip(_WORD_STRIP).rstrip(".") if not token.code else token.text.strip()
+        raw = _bare(token.text) if not token.code else token.text.strip()
         raw = raw.removeprefix("./")
         if not raw or _URL.match(raw) or raw.startswith(("..", "/", "~", "-", "@", "$")) or \
                 " " in raw or raw in (".", "*"):
@@ -175,7 +201,14 @@ class Extractor:
             return None
         candidate = raw.rstrip("/")
         if "*" in candidate:
-            return candidate if shaped and self._glob_matches(candidate) else None
+            if not shaped:
+                return None
+            folder = candidate.split("*", 1)[0].rstrip("/")
+            if self._glob_matches(candidate) or (
+                    folder and self.tree.state(folder) == "missing" and self.tree.is_git
+                    and self.tree.path_removal(folder).removal is not None):
+                return candidate
+            return None
         state = self.tree.state(candidate)
         if state in ("file", "dir"):
             return candidate
@@ -187,6 +220,10 @@ class Extractor:
             matches = self.tree.find_suffix(candidate)
             if len(matches) == 1:
                 return matches[0]
+            if not matches:  # ``tax.py`` for a ``billing/tax.py`` deleted since
+                gone = self.tree.deleted_with_suffix(candidate)
+                if len(gone) == 1:
+                    return gone[0]
         if self.tree.ignored(candidate):
             return None  # a generated or ignored path that is not there: nothing to check
         answer = self.tree.path_removal(candidate)
@@ -199,19 +236,12 @@ class Extractor:
 
     def _has_config(self, config: str, key: str) -> bool:
         text = self.tree.read_text(config)
-        if text is None:
-            return False
-        name, _, value = key.partition("=")
-        keys = mf.config_keys(config, text)
-        if keys is not None:
-            if not mf.has_key(keys, name):
-                return False
-        elif not mf.text_has_key(text, name):
-            return False
-        return not value or _value_present(text, name, value)
+        if text is not None and mf.config_present(config, text, key):
+            return True
+        return any(mf.config_present(config, v, key) for v in self.tree.versions(config))
 
     def _dependency(self, token: _Token) -> Anchor | None:
-        word = token.text.strip(_WORD_STRIP + "`").rstrip(".")
+        word = _bare(token.text).strip("`")
         if not word or len(word) < 3 or not re.fullmatch(r"@?[A-Za-z0-9][\w.@/\[\]-]*", word):
             return None
         name = mf.normalise_dep(word)
@@ -220,18 +250,29 @@ class Extractor:
         return self._declared(name)
 
     def _declared(self, name: str) -> Anchor | None:
-        for manifest in mf.DEP_MANIFESTS:
-            text = self.tree.read_text(manifest)
-            if text is None:
-                continue
-            declared = mf.dependencies(manifest, text)
-            if name in declared:
-                return Anchor(kind="dep", value=name, where=manifest)
-            if manifest == "go.mod":
-                for module in declared:
-                    if module.rsplit("/", 1)[-1] == name:
-                        return Anchor(kind="dep", value=module, where=manifest)
+        for past in (False, True):
+            for manifest in mf.DEP_MANIFESTS:
+                declared = self._deps(manifest, past)
+                if name in declared:
+                    return Anchor(kind="dep", value=name, where=manifest)
+                if manifest == "go.mod":
+                    for module in declared:
+                        if module.rsplit("/", 1)[-1] == name:
+                            return Anchor(kind="dep", value=module, where=manifest)
         return None
+
+    def _deps(self, manifest: str, past: bool) -> set[str]:
+        key = ("dep-past" if past else "dep", manifest)
+        if key not in self._past:
+            found: set[str] = set()
+            if past:
+                for version in self.tree.versions(manifest):
+                    found |= mf.dependencies(manifest, version)
+            else:
+                text = self.tree.read_text(manifest)
+                found = mf.dependencies(manifest, text) if text is not None else set()
+            self._past[key] = found
+        return self._past[key]
 
     def _lockfiles(self, text: str, negated: set[str]) -> list[Anchor]:
         out: list[Anchor] = []
@@ -241,7 +282,8 @@ class Extractor:
             if not re.search(rf"(?<![\w-]){manager}(?![\w-])", text, re.IGNORECASE):
                 continue
             for lockfile in mf.LOCKFILES[manager]:
-                if self.tree.state(lockfile) == "file":
+                if self.tree.state(lockfile) == "file" or (
+                        self.tree.is_git and self.tree.path_removal(lockfile).removal):
                     out.append(Anchor(kind="path", value=lockfile))
         return out
 
@@ -302,8 +344,7 @@ class Extractor:
         script = plain[1] if first == "run" and len(plain) > 1 else first
         if first != "run" and script in _JS_BUILTINS:
             return []
-        text = self.tree.read_text(manifest)
-        if text is not None and script in mf.package_scripts(text):
+        if self._defined(manifest, mf.package_scripts, script, "script"):
             return [Anchor(kind="script", value=script, where=manifest)]
         return []
 
@@ -326,12 +367,10 @@ class Extractor:
         candidates = [explicit] if explicit else [folder + n for n in names]
         reader = mf.make_targets if program == "make" else mf.just_recipes
         for candidate in candidates:
-            text = self.tree.read_text(candidate)
-            if text is None:
+            if self.tree.read_text(candidate) is None and not self.tree.versions(candidate):
                 continue
-            defined = reader(text)
             return [Anchor(kind="target", value=t, where=candidate) for t in rest[:3]
-                    if t in defined]
+                    if self._defined(candidate, reader, t, "target")]
         return []
 
     def _compose(self, program: str, args: list[str]) -> list[Anchor]:
@@ -341,11 +380,10 @@ class Extractor:
             return self._binary(program)
         services = [a for a in rest[1:] if not a.startswith("-")]
         for name in mf.COMPOSE_FILES:
-            text = self.tree.read_text(name)
-            if text is None:
+            if self.tree.read_text(name) is None and not self.tree.versions(name):
                 continue
-            defined = mf.compose_services(text)
-            return [Anchor(kind="target", value=s, where=name) for s in services if s in defined]
+            return [Anchor(kind="target", value=s, where=name) for s in services
+                    if self._defined(name, mf.compose_services, s, "service")]
         return []
 
     def _tool(self, program: str, args: list[str]) -> list[Anchor]:
@@ -354,17 +392,19 @@ class Extractor:
         if "/" in program_path or program.startswith("./"):
             state = self.tree.state(program_path)
             return [Anchor(kind="path", value=program_path)] if state == "file" else []
-        text = self.tree.read_text(mf.PYPROJECT)
-        if text is not None and program in mf.pyproject_scripts(text):
+        if self._defined(mf.PYPROJECT, mf.pyproject_scripts, program, "script"):
             out.append(Anchor(kind="script", value=program, where=mf.PYPROJECT))
         else:
             declared = self._declared(mf.normalise_dep(_TOOL_PACKAGES.get(program, program)))
             out += [declared] if declared else self._binary(program)
         for arg in args[:6]:
             clean = arg.strip("'\"").removeprefix("./").rstrip("/")
-            if clean and clean not in (".", "..") and "=" not in clean and \
-                    not clean.startswith(("/", "~", "$")) and ".." not in clean.split("/") and \
-                    self.tree.state(clean) in ("file", "dir"):
+            if not clean or clean in (".", "..") or "=" in clean or \
+                    clean.startswith(("/", "~", "$")) or ".." in clean.split("/"):
+                continue
+            if self.tree.state(clean) in ("file", "dir") or (
+                    self.tree.is_git and self.tree.state(clean) == "missing"
+                    and self.tree.path_removal(clean).removal is not None):
                 out.append(Anchor(kind="path", value=clean))
         return out
 
@@ -385,6 +425,12 @@ def find_binary(tree: WorkTree, program: str) -> str | None:
         if tree.state(f"{folder}/{program}") == "file":
             return f"{folder}/{program}"
     return shutil.which(program)
+
+
+def _bare(word: str) -> str:
+    """A prose word without the punctuation around it (``(src/a.ts).`` -> ``src/a.ts``); a
+    leading dot stays (``.gitignore``)."""
+    return word.lstrip(_WORD_STRIP).rstrip(_WORD_STRIP + ".")
 
 
 def _unique(anchors: Iterable[Anchor]) -> list[Anchor]:
@@ -473,7 +519,7 @@ def _is_config_file(path: str) -> bool:
 def _config_candidates(token: _Token) -> list[str]:
     text = token.text.strip()
     if not token.code:
-        word = text.strip(_WORD_STRIP).rstrip(".")
+        word = _bare(text)
         return [word] if _UPPER_SNAKE.match(word) else []
     match = _KEY_VALUE.match(text)
     if match:
@@ -485,24 +531,19 @@ def _config_candidates(token: _Token) -> list[str]:
     return []
 
 
-def _value_present(text: str, key: str, value: str) -> bool:
-    last = key.rsplit(".", 1)[-1]
-    pattern = (rf"""(?<![\w$-])['"]?{re.escape(last)}['"]?\s*[:=]\s*['"]?"""
-               rf"""{re.escape(value)}(?![\w.])""")
-    return re.search(pattern, text) is not None
-
-
 def _symbol_candidate(token: _Token) -> tuple[str, bool] | None:
     """(name, strict): strict names count only where they are defined or imported."""
     raw = token.text.strip()
     if not token.code:
-        raw = raw.strip(_WORD_STRIP).rstrip(".")
+        raw = _bare(raw)
     call = raw.endswith("()")
     raw = raw.removesuffix("()")
     if "." in raw and _DOTTED.match(raw):
         raw = raw.rsplit(".", 1)[-1]
-    if not _IDENT.match(raw) or len(raw) < 3 or _UPPER_SNAKE.match(raw):
+    if not _IDENT.match(raw) or len(raw) < 3:
         return None
+    if _UPPER_SNAKE.match(raw):
+        return (raw, False) if len(raw) >= 5 else None  # ROUND_HALF_UP, MAX_RETRIES
     camel = re.search(r"[a-z][A-Z]", raw) is not None
     snake = "_" in raw.strip("_")
     if token.code or call:

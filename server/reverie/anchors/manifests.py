@@ -202,6 +202,22 @@ def text_has_key(text: str, key: str) -> bool:
     return re.search(pattern, text) is not None
 
 
+def config_present(where: str, text: str, key_value: str) -> bool:
+    key, _, value = key_value.partition("=")
+    keys = config_keys(where, text)
+    if keys is not None:
+        if not has_key(keys, key):
+            return False
+    elif not text_has_key(text, key):
+        return False
+    if not value:
+        return True
+    last = key.rsplit(".", 1)[-1]
+    pattern = (rf"""(?<![\w$-])['"]?{re.escape(last)}['"]?\s*[:=]\s*['"]?"""
+               rf"""{re.escape(value)}(?![\w.])""")
+    return re.search(pattern, text) is not None
+
+
 def compose_services(text: str) -> set[str]:
     try:
         data = yaml.safe_load(text)

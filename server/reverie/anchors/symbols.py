@@ -31,16 +31,22 @@ def is_source(path: str) -> bool:
 
 
 def definition_pattern(name: str) -> re.Pattern[str]:
+    """Where ``name`` is defined: ``def``/``function``/``class``/``const x =``/``func``..."""
     n = re.escape(name)
     return re.compile(
         rf"(?:\b(?:def|class|function|func|fn|type|interface|struct|enum|trait|const|let|var|"
         rf"val|module|object|record|macro)\s+(?:\([^)]*\)\s*)?\*?{n}(?![\w$])"
         rf"|(?<![\w$.]){n}\s*(?::\s*[^=\n]{{1,80}})?=\s*(?:async\b|function\b|\(|\w+\s*=>)"
-        rf"|\bimport\b[^\n;]*(?<![\w$]){n}(?![\w$])"
-        rf"|\bexport\s*\{{[^}}]*(?<![\w$]){n}(?![\w$])"
         rf"|^\s*{n}\s*[:=]"
         rf"|\b(?:public|private|protected|static|async)\s+[\w<>\[\], ]*(?<![\w$]){n}\s*\()",
         re.MULTILINE)
+
+
+def import_pattern(name: str) -> re.Pattern[str]:
+    """Where ``name`` is imported or re-exported (it exists, defined elsewhere)."""
+    n = re.escape(name)
+    return re.compile(rf"\bimport\b[^\n;]*(?<![\w$]){n}(?![\w$])"
+                      rf"|\bexport\s*\{{[^}}]*(?<![\w$]){n}(?![\w$])")
 
 
 @dataclass(frozen=True)
@@ -85,12 +91,13 @@ class SymbolIndex:
             r"(?<![\w$])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
             + r")(?![\w$])")
         first: dict[str, str] = {}
+        imported: dict[str, str] = {}
         defined: dict[str, str] = {}
         remaining = set(names)
         for path in files:
-            if not remaining or not is_source(path):
-                if not remaining:
-                    break
+            if not remaining:
+                break
+            if not is_source(path):
                 continue
             text = self.tree.read_text(path)
             if text is None:
@@ -100,8 +107,11 @@ class SymbolIndex:
                 first.setdefault(name, path)
                 if definition_pattern(name).search(text):
                     defined[name] = path
-                    remaining.discard(name)
+                    remaining.discard(name)  # found where it is defined: look no further
+                elif name not in imported and import_pattern(name).search(text):
+                    imported[name] = path
         out = {name: Location(path, False) for name, path in first.items()}
+        out.update({name: Location(path, True) for name, path in imported.items()})
         out.update({name: Location(path, True) for name, path in defined.items()})
         return out
 

@@ -68,6 +68,10 @@ class WorkTree:
         self._ignore: Any = None
         self._index_paths: dict[str, bytes] | None = None
         self._deletions: tuple[dict[str, tuple[str, Any, Any]], str] | None = None
+        self._versions: dict[str, list[str]] = {}
+        self._head_paths: set[str] | None = None
+        self._past_names: dict[str, str] = {}
+        self._past_scanned: set[str] = set()
         self._history_deadline: float | None = None
         self._open_repo()
 
@@ -267,6 +271,30 @@ class WorkTree:
         self._deletions = (deleted, stopped)
         return self._deletions
 
+    def deleted_with_suffix(self, rel: str) -> list[str]:
+        """Paths history deleted or renamed away that end with ``/rel``, and are gone now."""
+        if self.repo is None or self._head_tree is None:
+            return []
+        deleted, _ = self._deletion_index()
+        tail = "/" + rel
+        found = {p for p in deleted if p.endswith(tail)}
+        found |= {p for p in self.head_paths() if p.endswith(tail)}  # deleted, not committed
+        return sorted(p for p in found if self.state(p) == "missing")
+
+    def head_paths(self) -> set[str]:
+        """Every file path of HEAD's tree (read once, when a lookup needs it)."""
+        if self._head_paths is None:
+            paths: set[str] = set()
+            try:
+                for entry in self.repo.object_store.iter_tree_contents(self._head_tree):
+                    rel = self._from_repo_path(entry.path)
+                    if rel is not None:
+                        paths.add(rel)
+            except Exception as exc:
+                logger.debug("cannot list HEAD: %s", exc)
+            self._head_paths = paths
+        return self._head_paths
+
     def path_removal(self, rel: str) -> HistoryAnswer:
         """Where ``rel`` (missing from the working tree) went, according to git."""
         limit = self.history_limit_reason()
@@ -319,6 +347,55 @@ class WorkTree:
             return HistoryAnswer(unknown="a shallow clone: the history that would show the "
                                          "change is not here")
         return HistoryAnswer(unknown="never seen on this branch (another branch or checkout?)")
+
+    def versions(self, rel: str) -> list[str]:
+        """The distinct past contents of ``rel`` along first-parent history, newest first
+        (HEAD's included; at most 60): what a manifest or config file used to say."""
+        if rel in self._versions:
+            return self._versions[rel]
+        out: list[str] = []
+        seen: set[bytes] = set()
+        for _short, tree, _parent, _cut in self._first_parent_commits():
+            blob = self._blob_at(tree, rel)
+            if blob is not None and blob not in seen:
+                seen.add(blob)
+                out.append(_decode(blob))
+                if len(out) >= 60:
+                    break
+        self._versions[rel] = out
+        return out
+
+    def past_occurrences(self, names: set[str], wanted: Callable[[str], bool]) -> dict[str, str]:
+        """Names found in the old content of files history changed or deleted (path of the
+        file they were in): what a symbol looked like before it was renamed away."""
+        todo = {n for n in names if n not in self._past_scanned}
+        if todo and self.repo is not None and self._head_tree is not None:
+            import re as _re
+
+            pattern = _re.compile(r"(?<![\w$])(" + "|".join(
+                _re.escape(n) for n in sorted(todo, key=len, reverse=True)) + r")(?![\w$])")
+            try:
+                from dulwich.diff_tree import CHANGE_ADD, tree_changes
+
+                store = self.repo.object_store
+                for _short, tree, parent_tree, _cut in self._first_parent_commits():
+                    if parent_tree is None:
+                        break
+                    for change in tree_changes(store, parent_tree, tree):
+                        if change.type == CHANGE_ADD or change.old is None:
+                            continue
+                        rel = self._from_repo_path(change.old.path)
+                        if rel is None or not wanted(rel):
+                            continue
+                        blob = self.repo[change.old.sha].as_raw_string()
+                        if len(blob) > MAX_FILE_BYTES:
+                            continue
+                        for name in set(pattern.findall(_decode(blob))):
+                            self._past_names.setdefault(name, rel)
+            except Exception as exc:
+                logger.debug("history scan stopped: %s", exc)
+            self._past_scanned |= todo
+        return {n: self._past_names[n] for n in names if n in self._past_names}
 
     def _staged_rename(self, rel: str) -> str | None:
         """A path missing from the working tree whose HEAD content is staged under a new name."""

@@ -176,7 +176,7 @@ class Validator:
     def _predicate(self, anchor: Anchor) -> Callable[[str], bool] | None:
         where = anchor.where or ""
         if anchor.kind == "config":
-            return lambda text: config_present(where, text, anchor.value)
+            return lambda text: mf.config_present(where, text, anchor.value)
         reader = mf.reader_for(anchor.kind, where)
         if reader is None:
             return None
@@ -184,22 +184,6 @@ class Validator:
         if anchor.kind == "dep" and where.endswith("go.mod"):
             return lambda text: value in reader(text)
         return lambda text: value in reader(text)
-
-
-def config_present(where: str, text: str, key_value: str) -> bool:
-    key, _, value = key_value.partition("=")
-    keys = mf.config_keys(where, text)
-    if keys is not None:
-        if not mf.has_key(keys, key):
-            return False
-    elif not mf.text_has_key(text, key):
-        return False
-    if not value:
-        return True
-    last = key.rsplit(".", 1)[-1]
-    pattern = (rf"""(?<![\w$-])['"]?{re.escape(last)}['"]?\s*[:=]\s*['"]?"""
-               rf"""{re.escape(value)}(?![\w.])""")
-    return re.search(pattern, text) is not None
 
 
 def _parses(where: str, text: str) -> bool:
