@@ -193,16 +193,19 @@ TREES: dict[str, dict[str, str]] = {
                      "lint:\n\tgolangci-lint run\n\ngenerate:\n\tsqlc generate\n"),
         "sqlc.yaml": ("version: '2'\nsql:\n  - queries: queries\n    schema: schema.sql\n"
                       "    gen: {go: {package: db, out: internal/repo/db}}\n"),
-        "queries/users.sql": "-- name: GetUserByEmail :one\nSELECT * FROM users WHERE email = $1;\n",
+        "queries/users.sql": ("-- name: GetUserByEmail :one\n"
+                              "SELECT * FROM users WHERE email = $1;\n"),
         "schema.sql": "CREATE TABLE users (id bigserial primary key, email text not null);\n",
         "internal/repo/db/users.sql.go": "package db\n\nfunc (q *Queries) GetUserByEmail() {}\n",
-        "internal/repo/repo.go": "package repo\n\nimport \"github.com/maya/relay/internal/repo/db\"\n"
-                                 "\nvar _ = db.New\n",
+        "internal/repo/repo.go": ("package repo\n\n"
+                                  "import \"github.com/maya/relay/internal/repo/db\"\n"
+                                  "\nvar _ = db.New\n"),
         "internal/http/respond.go": (
             "package http\n\nimport (\n\t\"encoding/json\"\n\tnethttp \"net/http\"\n)\n\n"
             "func writeJSON(w nethttp.ResponseWriter, v any) error {\n"
             "\treturn json.NewEncoder(w).Encode(v)\n}\n"),
-        "cmd/relay/main.go": "package main\n\nimport \"log/slog\"\n\nfunc main() { slog.Info(\"up\") }\n",
+        "cmd/relay/main.go": ("package main\n\nimport \"log/slog\"\n\n"
+                              "func main() { slog.Info(\"up\") }\n"),
     },
     "handbook": {
         "requirements.txt": "mkdocs>=1.6\nmkdocs-material>=9.5\n",

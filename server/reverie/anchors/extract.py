@@ -88,6 +88,7 @@ class _Draft:
 
     text: str
     anchors: list[Anchor] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)  # path-shaped, found nowhere
     symbols: list[tuple[str, bool]] = field(default_factory=list)  # (name, strict)
 
 
@@ -99,6 +100,8 @@ class Extractor:
         self.tree = tree
         self.symbols = symbols or SymbolIndex(tree)
         self._past: dict[tuple[str, str], set[str]] = {}
+        #: per text of the last ``extract_many``: path-shaped words that resolved nowhere
+        self.unresolved: list[list[str]] = []
 
     def _defined(self, rel: str, reader: Callable[[str], set[str]], name: str,
                  kind: str) -> bool:
@@ -120,6 +123,7 @@ class Extractor:
 
     def extract_many(self, texts: Sequence[str]) -> list[list[Anchor]]:
         drafts = [self._draft(text) for text in texts]
+        self.unresolved = [d.unresolved for d in drafts]
         wanted = {name for d in drafts for name, _ in d.symbols}
         found = self.symbols.locate(wanted) if wanted else {}
         lenient = {name for d in drafts for name, strict in d.symbols
@@ -157,6 +161,8 @@ class Extractor:
                 draft.anchors += self._command(token.text)
                 continue
             resolved = self._path(token)
+            if resolved is None and _path_shaped(_bare(token.text)) and "/" in token.text:
+                draft.unresolved.append(_bare(token.text))
             if resolved is not None:
                 paths.append(resolved)
                 draft.anchors.append(Anchor(kind="path", value=resolved))
@@ -425,6 +431,15 @@ def find_binary(tree: WorkTree, program: str) -> str | None:
         if tree.state(f"{folder}/{program}") == "file":
             return f"{folder}/{program}"
     return shutil.which(program)
+
+
+def path_words(text: str) -> list[str]:
+    """Path-shaped words of a fact (with a slash), whatever the tree says: for a reason when
+    none of them could be resolved."""
+    masked = _mask_excluded(text)
+    return [_bare(t.text) for t in _tokens(masked) if "/" in t.text and
+            not _URL.match(_bare(t.text)) and _path_shaped(_bare(t.text))
+            and not _is_negated(masked, t.start)]
 
 
 def _bare(word: str) -> str:

@@ -20,7 +20,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from reverie.anchors.extract import Extractor
+from reverie.anchors.extract import Extractor, path_words
 from reverie.anchors.model import Anchor, AnchorCheck, Status, combine
 from reverie.anchors.symbols import SymbolIndex
 from reverie.anchors.tree import WorkTree
@@ -218,8 +218,10 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
     symbols = SymbolIndex(tree)
     facts = [f for t in topics for f in t.facts]
     fresh = [f for f in facts if f.recorded is None]
-    extracted = Extractor(tree, symbols).extract_many([f.fact.text for f in fresh])
+    extractor = Extractor(tree, symbols)
+    extracted = extractor.extract_many([f.fact.text for f in fresh])
     anchors: dict[int, list[Anchor]] = {id(f): a for f, a in zip(fresh, extracted, strict=True)}
+    unresolved = {id(f): u for f, u in zip(fresh, extractor.unresolved, strict=True)}
     for fact in facts:
         if fact.recorded is not None:
             anchors[id(fact)] = fact.recorded.anchors
@@ -228,8 +230,11 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
     out: list[FactStatus] = []
     for fact, group, checks in zip(facts, groups, checked, strict=True):
         status, reason = combine(checks)
-        if status == "unverifiable" and tree.git_error and checks:
-            reason = reason or tree.git_error
+        missing = unresolved.get(id(fact)) if id(fact) in unresolved else (
+            path_words(fact.fact.text) if not checks else [])
+        if status == "unverifiable" and not checks and missing:
+            why = tree.history_limit_reason() or "it is not in this branch's history"
+            reason = f"`{missing[0]}` is not in the workspace, and {why}"
         verified = today if status == "valid" else (
             fact.recorded.verified if fact.recorded else None)
         confirmed = today if status == "valid" else fact.confirmed
