@@ -214,7 +214,13 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
                  aging_days: int = 0) -> MemoryCheck:
     """Check every live fact of ``memory_dir`` against ``workspace`` (read only)."""
     topics = memory_facts(memory_dir)
-    tree = WorkTree(workspace)
+    with WorkTree(workspace) as tree:
+        facts = _check_facts(topics, tree, today, aging_days)
+    return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=facts)
+
+
+def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
+                 aging_days: int) -> list[FactStatus]:
     symbols = SymbolIndex(tree)
     facts = [f for t in topics for f in t.facts]
     fresh = [f for f in facts if f.recorded is None]
@@ -242,4 +248,4 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
                  and confirmed is not None and confirmed < today - timedelta(days=aging_days))
         out.append(FactStatus(fact=fact, status=status, reason=reason, checks=checks,
                               anchors=group, verified=verified, aging=aging))
-    return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=out)
+    return out

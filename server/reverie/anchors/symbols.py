@@ -66,22 +66,21 @@ class SymbolIndex:
         text = self.tree.read_text(path)
         return text is not None and _word(name).search(text) is not None
 
-    def locate(self, names: Iterable[str],
-               files: list[str] | None = None) -> dict[str, Location]:
+    def locate(self, names: Iterable[str], near: Iterable[str] = ()) -> dict[str, Location]:
         """For each name that occurs in a source file: where (a file defining it preferred).
-        ``files`` (default: the tree's own files) is scanned without caching the misses."""
+        Files in the folders of ``near`` (where the names were last seen) are read first: a
+        moved symbol is usually next door, and the scan stops once every name is defined."""
         names = list(names)
-        if files is not None:
-            found_in: dict[str, Location] = {}
-            for start in range(0, len(names), _NAMES_PER_PATTERN):
-                found_in.update(self._scan(names[start:start + _NAMES_PER_PATTERN], files))
-            return found_in
         wanted = sorted({n for n in names if n not in self._cache})
         if wanted:
+            files = self.tree.files()
+            folders = {p.rsplit("/", 1)[0] for p in near if "/" in p}
+            if folders:
+                files = sorted(files, key=lambda p: p.rsplit("/", 1)[0] not in folders)
             found: dict[str, Location] = {}
             for start in range(0, len(wanted), _NAMES_PER_PATTERN):
                 chunk = wanted[start:start + _NAMES_PER_PATTERN]
-                found.update(self._scan(chunk, self.tree.files()))
+                found.update(self._scan(chunk, files))
             for name in wanted:
                 self._cache[name] = found.get(name)
         return {n: loc for n in names if (loc := self._cache.get(n)) is not None}

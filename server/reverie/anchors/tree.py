@@ -35,6 +35,7 @@ MAX_LISTED_FILES = 60_000
 MAX_HISTORY_COMMITS = 400
 HISTORY_BUDGET_SECONDS = 1.5
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 PathState = Literal["file", "dir", "missing", "loop", "unreadable", "outside", "special"]
 
 
@@ -59,6 +60,7 @@ class WorkTree:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root_text = str(root)
         self._text: dict[str, str | None] = {}
         self._listed: list[str] | None = None
         self.repo: Any = None
@@ -72,7 +74,7 @@ class WorkTree:
         self._head_paths: set[str] | None = None
         self._past_names: dict[str, str] = {}
         self._past_scanned: set[str] = set()
-        self._history_deadline: float | None = None
+        self._history_spent = 0.0
         self._open_repo()
 
     # --- git -----------------------------------------------------------------------------
@@ -109,6 +111,20 @@ class WorkTree:
             logger.debug("cannot read HEAD of %s: %s", repo.path, exc)
             self._head_tree = None
 
+    def close(self) -> None:
+        """Release the repository's open pack files (idempotent)."""
+        if self.repo is not None:
+            try:
+                self.repo.close()
+            except Exception:
+                logger.debug("closing the repository failed", exc_info=True)
+
+    def __enter__(self) -> WorkTree:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     @property
     def is_git(self) -> bool:
         return self.repo is not None
@@ -137,8 +153,6 @@ class WorkTree:
             return True
         if self.repo is None:
             return False
-        if self.tracked(rel):
-            return False
         try:
             if self._ignore is None:
                 from dulwich.ignore import IgnoreFilterManager
@@ -166,12 +180,6 @@ class WorkTree:
                     logger.debug("cannot read the git index: %s", exc)
             self._index_paths = found
         return self._index_paths
-
-    def tracked(self, rel: str) -> bool:
-        paths = self.index_paths()
-        if rel in paths:
-            return True
-        return False
 
     def head_blob(self, rel: str) -> bytes | None:
         """The content of ``rel`` at HEAD, or None."""
@@ -215,27 +223,38 @@ class WorkTree:
             shallow = self.repo.get_shallow()
         except Exception:
             return
-        if self._history_deadline is None:  # one budget for every history search of a check
-            self._history_deadline = time.monotonic() + HISTORY_BUDGET_SECONDS
-        for _ in range(MAX_HISTORY_COMMITS):
-            if time.monotonic() > self._history_deadline:
-                return
+        started = time.monotonic()  # one budget for all the history searches of a check
+        try:
+            for _ in range(MAX_HISTORY_COMMITS):
+                if self._history_spent + time.monotonic() - started > HISTORY_BUDGET_SECONDS:
+                    return
+                step = self._history_step(sha, shallow)
+                if step is None:
+                    return
+                item, sha = step
+                yield item
+                if sha is None:
+                    return
+        finally:
+            self._history_spent += time.monotonic() - started
+
+    def _history_step(self, sha: Any, shallow: set[Any]) -> tuple[tuple[str, Any, Any, bool],
+                                                                   Any] | None:
+        """One commit of the first-parent walk and the next commit's id (None at the end)."""
+        try:
+            commit = self.repo[sha]
+        except Exception:
+            return None
+        parents = list(commit.parents)
+        parent_tree: Any = None
+        cut = sha in shallow
+        if parents and not cut:
             try:
-                commit = self.repo[sha]
+                parent_tree = self.repo[parents[0]].tree
             except Exception:
-                return
-            parents = list(commit.parents)
-            parent_tree: Any = None
-            cut = sha in shallow
-            if parents and not cut:
-                try:
-                    parent_tree = self.repo[parents[0]].tree
-                except Exception:
-                    cut = True
-            yield sha.decode("ascii")[:7], commit.tree, parent_tree, cut
-            if not parents or cut:
-                return
-            sha = parents[0]
+                cut = True
+        item = (sha.decode("ascii")[:7], commit.tree, parent_tree, cut)
+        return item, (parents[0] if parents and not cut else None)
 
     def history_limit_reason(self) -> str:
         if self.repo is None:
@@ -472,65 +491,69 @@ class WorkTree:
         return "special"
 
     def read_text(self, rel: str) -> str | None:
-        """A workspace file's text (None when missing, unreadable, binary or too large)."""
+        """A workspace file's text (None when missing, unreadable, binary, too large or not a
+        regular file: a FIFO is opened without blocking and never read)."""
         if rel in self._text:
             return self._text[rel]
         text: str | None = None
-        if self.state(rel) == "file":
+        parts = PurePosixPath(rel).parts
+        if rel and not rel.startswith("/") and ".." not in parts:
             try:
-                path = self.root / rel
-                if path.stat().st_size <= MAX_FILE_BYTES:
-                    with path.open("rb") as handle:
-                        data = handle.read(MAX_FILE_BYTES + 1)
-                    if b"\0" not in data[:8192]:
-                        text = _decode(data)
+                fd = os.open(os.path.join(self._root_text, rel), os.O_RDONLY | _NONBLOCK)
             except OSError:
-                text = None
+                fd = -1
+            if fd >= 0:
+                try:
+                    info = os.fstat(fd)
+                    if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
+                        chunks: list[bytes] = []
+                        size = 0
+                        while size <= info.st_size:
+                            chunk = os.read(fd, info.st_size + 1 - size)
+                            if not chunk:
+                                break
+                            chunks.append(chunk)
+                            size += len(chunk)
+                        data = b"".join(chunks)
+                        if b"\0" not in data[:8192]:
+                            text = _decode(data)
+                except OSError:
+                    text = None
+                finally:
+                    os.close(fd)
         self._text[rel] = text
         return text
 
     def files(self) -> list[str]:
-        """The workspace's own files: what git tracks (and untracked files not ignored when
-        there is no git), outside generated folders, at most ``MAX_LISTED_FILES``."""
-        if self._listed is not None:
-            return self._listed
-        listed: list[str]
-        if self.repo is not None and self.index_paths():
-            listed = [p for p in self.index_paths()
-                      if not any(part in GENERATED_DIRS for part in PurePosixPath(p).parts)]
-            listed = listed[:MAX_LISTED_FILES]
-        else:
-            listed = self._walk()
-        self._listed = listed
-        return listed
-
-    def untracked_files(self) -> list[str]:
-        """Files on disk that git does not track (and does not ignore), outside generated
-        folders: where a moved symbol may be before ``git add``."""
-        tracked = self.index_paths()
-        return [p for p in self._walk() if p not in tracked and not self.ignored(p)]
+        """The workspace's own files on disk (tracked or not; generated and dot folders left
+        out), at most ``MAX_LISTED_FILES``. A directory walk: faster than reading a large git
+        index, and it sees a file not added yet."""
+        if self._listed is None:
+            self._listed = self._walk()
+        return self._listed
 
     def _walk(self) -> list[str]:
         found: list[str] = []
         seen: set[tuple[int, int]] = set()
-        stack = [self.root]
+        stack: list[tuple[str, str]] = [(str(self.root), "")]  # (folder, its relative prefix)
         while stack and len(found) < MAX_LISTED_FILES:
-            current = stack.pop()
+            folder, prefix = stack.pop()
             try:
-                info = current.stat()
+                info = os.stat(folder)
                 if (info.st_dev, info.st_ino) in seen:
                     continue  # a symlink loop or a folder linked twice
                 seen.add((info.st_dev, info.st_ino))
-                entries = list(os.scandir(current))
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
             except OSError:
                 continue
-            for entry in entries:
+            for entry in listed:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         if entry.name not in GENERATED_DIRS and not entry.name.startswith("."):
-                            stack.append(Path(entry.path))
+                            stack.append((entry.path, f"{prefix}{entry.name}/"))
                     elif entry.is_file(follow_symlinks=False):
-                        found.append(Path(entry.path).relative_to(self.root).as_posix())
+                        found.append(prefix + entry.name)
                 except OSError:
                     continue
         return found

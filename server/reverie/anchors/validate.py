@@ -39,17 +39,10 @@ class Validator:
         # symbols not where they were recorded are looked for everywhere in one pass
         moved = {a.value for group in groups for a in group if a.kind == "symbol"
                  and not (a.where and self.symbols.occurs_in(a.value, a.where))}
-        found = self.symbols.locate(moved) if moved else {}
-        missing = {name for name in moved if name not in found}
-        if missing:
-            found.update(self._untracked_scan(missing))
+        near = [a.where for group in groups for a in group
+                if a.kind == "symbol" and a.value in moved and a.where]
+        found = self.symbols.locate(moved, near=near) if moved else {}
         return [[self._check(a, found) for a in group] for group in groups]
-
-    def _untracked_scan(self, names: set[str]) -> dict[str, Location]:
-        """A name not in any tracked file may be in a file not added to git yet."""
-        if not self.tree.is_git:
-            return {}
-        return self.symbols.locate(names, files=self.tree.untracked_files())
 
     def _check(self, anchor: Anchor, found: Mapping[str, Location]) -> AnchorCheck:
         if anchor.kind == "path":
