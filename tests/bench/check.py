@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -138,13 +139,17 @@ def write_memory(memory: Path, names: dict[str, list[str]], facts: int) -> None:
     (memory / "MEMORY.md").write_text("\n".join(index) + "\n")
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds (launch to exit), CPU seconds (user + system) of the process, stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     elapsed = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stderr[-800:]}")
-    return elapsed, done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, done.stdout
 
 
 def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int) -> tuple[list[float],
@@ -202,22 +207,27 @@ def main() -> int:
         env = dict(os.environ, REVERIE_DATA_DIR=str(base / "data"))
         cases = {"check (anchors recorded)": recorded, "check (anchors extracted)": fresh}
         times: dict[str, list[float]] = {name: [] for name in cases}
-        times["baseline: reverie --version"] = []
+        cpu: dict[str, list[float]] = {name: [] for name in cases}
+        start_case = "baseline: reverie --version"
+        times[start_case], cpu[start_case] = [], []
         report: dict[str, object] = {}
         for _ in range(args.rounds):
-            elapsed, _out = timed([sys.executable, "-m", "reverie", "--version"], env)
-            times["baseline: reverie --version"].append(elapsed)
+            elapsed, used, _out = timed([sys.executable, "-m", "reverie", "--version"], env)
+            times[start_case].append(elapsed)
+            cpu[start_case].append(used)
             for name, memory in cases.items():
                 run_env = dict(env, REVERIE_MEMORY_DIR=str(memory))
-                elapsed, out = timed([sys.executable, "-m", "reverie", "check", "--workspace",
-                                      str(workspace), "--json"], run_env)
+                elapsed, used, out = timed([sys.executable, "-m", "reverie", "check",
+                                            "--workspace", str(workspace), "--json"], run_env)
                 times[name].append(elapsed)
+                cpu[name].append(used)
                 report[name] = json.loads(out)
-        baseline = statistics.median(times["baseline: reverie --version"])
-        print(f"{'case':<34} {'median s':>9} {'max s':>7} {'x CLI start':>12}")
+        baseline = statistics.median(times[start_case])
+        print(f"{'case':<34} {'wall s':>7} {'max s':>6} {'cpu s':>6} {'x CLI start':>12}")
         for name, values in times.items():
             median = statistics.median(values)
-            print(f"{name:<34} {median:>9.2f} {max(values):>7.2f} {median / baseline:>12.1f}")
+            print(f"{name:<34} {median:>7.2f} {max(values):>6.2f} "
+                  f"{statistics.median(cpu[name]):>6.2f} {median / baseline:>12.1f}")
         for name in cases:
             data = report[name]
             assert isinstance(data, dict)

@@ -12,7 +12,6 @@ entry (a person's edit, a file written by another tool) is extracted when it is 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -20,29 +19,18 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from reverie.anchors.bullets import Bullet, read_bullets
 from reverie.anchors.extract import Extractor, path_words
 from reverie.anchors.model import Anchor, AnchorCheck, Status, combine
 from reverie.anchors.symbols import SymbolIndex
 from reverie.anchors.tree import WorkTree
 from reverie.anchors.validate import Validator
-from reverie.curation.facts import EPOCH, Fact, normalise
-from reverie.curation.topics import read_doc
 from reverie.memory.store import TopicMeta, read_topic, topic_names
 
 logger = logging.getLogger(__name__)
 
 ANCHORS_KEY = "anchors"
 _PINNED = re.compile(r"📌|\(pinned\b|<!--\s*pinned\s*-->|\bpinned:\s*true\b", re.IGNORECASE)
-
-
-def fact_key(fact: Fact) -> str:
-    """A stable id for a statement: its normalised text, hashed (labels included)."""
-    text = normalise(f"{fact.label} {fact.text}")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
-
-
-def display_text(fact: Fact) -> str:
-    return f"{fact.label}: {fact.text}" if fact.label else fact.text
 
 
 @dataclass
@@ -59,7 +47,7 @@ class MemoryFact:
 
     topic: str
     key: str
-    fact: Fact
+    fact: Bullet
     line: int
     end: int
     lines: list[str]
@@ -68,13 +56,13 @@ class MemoryFact:
 
     @property
     def text(self) -> str:
-        return display_text(self.fact)
+        return self.fact.display
 
     @property
     def confirmed(self) -> date | None:
         """The last date a session stated it (its provenance), or a check found it valid."""
-        days = [d for d in (self.fact.at.date() if self.fact.at != EPOCH else None,
-                            self.recorded.verified if self.recorded else None) if d]
+        days = [d for d in (self.fact.day, self.recorded.verified if self.recorded else None)
+                if d]
         return max(days) if days else None
 
 
@@ -135,18 +123,15 @@ def read_topic_facts(memory_dir: Path, name: str) -> TopicFacts | None:
         return None
     lines = raw.splitlines()
     start = _body_start(lines, topic.body, topic.has_front_matter)
-    doc = read_doc(name, topic.meta, topic.body)
     recorded = recorded_anchors(topic.meta)
     topic_pinned = (topic.meta.model_extra or {}).get("pinned") is True
     out = TopicFacts(name=name, meta=topic.meta, text=raw, body_start=start)
-    for item in doc.items:
-        key = fact_key(item.fact)
-        item_lines = doc.lines[item.start:item.end]
-        pinned = topic_pinned or bool(getattr(item.fact, "pinned", False)) or \
-            any(_PINNED.search(line) for line in item_lines)
+    for bullet in read_bullets(lines[start:]):
+        pinned = topic_pinned or any(_PINNED.search(line) for line in bullet.lines)
         out.facts.append(MemoryFact(
-            topic=name, key=key, fact=item.fact, line=start + item.start, end=start + item.end,
-            lines=item_lines, recorded=recorded.get(key), pinned=pinned))
+            topic=name, key=bullet.key, fact=bullet, line=start + bullet.start,
+            end=start + bullet.end, lines=bullet.lines, recorded=recorded.get(bullet.key),
+            pinned=pinned))
     return out
 
 

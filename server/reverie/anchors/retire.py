@@ -33,7 +33,8 @@ from reverie.anchors.memory import (
     anchors_block,
     check_memory,
 )
-from reverie.curation.topics import index_entry, statement
+from reverie.curation.facts import Fact
+from reverie.curation.topics import index_entry, parse_fact, statement
 from reverie.fsutil import atomic_write_text
 from reverie.memory.store import INDEX_NAME, IndexEntry, TopicMeta, parse_index
 
@@ -226,7 +227,7 @@ def _without_retired(text: str, retired: list[FactStatus]) -> str:
     """A hook or description with the parts that state a retired fact (its statement, its
     code, or what went stale in it) taken out."""
     parts = [p.strip() for p in text.split(";")]
-    gone = {statement(s.fact.fact).lower() for s in retired}
+    gone = {statement(_as_fact(s)).lower() for s in retired}
     marks = {c.lower() for c in _codes(retired)} | {
         c.anchor.value.lower() for s in retired for c in s.checks if c.status == "stale"}
     kept = [p for p in parts if p.lower() not in gone and not any(m in p.lower() for m in marks)]
@@ -252,7 +253,7 @@ def _update_index(memory_dir: Path, check: MemoryCheck,
             continue
         fresh = IndexEntry(title=entry.title, target=entry.target, hook=hook)
         if not hook:  # nothing of the old hook is left: the topic's live facts make one
-            live = [s.fact.fact for s in check.facts if s.fact.topic == entry.target_path
+            live = [_as_fact(s) for s in check.facts if s.fact.topic == entry.target_path
                     and s not in gone and not s.fact.fact.user]
             fresh = index_entry(entry.title, entry.target, live)
             if _without_retired(fresh.hook, gone) != fresh.hook:
@@ -263,6 +264,11 @@ def _update_index(memory_dir: Path, check: MemoryCheck,
         return False
     atomic_write_text(path, "\n".join(lines) + ("\n" if text.endswith("\n") else ""))
     return True
+
+
+def _as_fact(status: FactStatus) -> Fact:
+    """The curation model of a checked fact (for index hooks, ranked as the dream ranks)."""
+    return parse_fact(status.fact.fact.body, status.fact.topic)
 
 
 def _codes(statuses: list[FactStatus]) -> set[str]:
