@@ -24,6 +24,7 @@ from typing import Any
 
 import frontmatter
 
+from reverie.anchors.delivery import hook_without
 from reverie.anchors.memory import (
     ANCHORS_KEY,
     FactStatus,
@@ -224,14 +225,10 @@ def _one_line(text: str) -> str:
 
 
 def _without_retired(text: str, retired: list[FactStatus]) -> str:
-    """A hook or description with the parts that state a retired fact (its statement, its
-    code, or what went stale in it) taken out."""
-    parts = [p.strip() for p in text.split(";")]
+    """A hook or description with the parts that state a retired fact taken out."""
+    parts = hook_without(text, retired)
     gone = {statement(_as_fact(s)).lower() for s in retired}
-    marks = {c.lower() for c in _codes(retired)} | {
-        c.anchor.value.lower() for s in retired for c in s.checks if c.status == "stale"}
-    kept = [p for p in parts if p.lower() not in gone and not any(m in p.lower() for m in marks)]
-    return "; ".join(kept)
+    return "; ".join(p for p in parts.split("; ") if p and p.lower() not in gone)
 
 
 def _update_index(memory_dir: Path, check: MemoryCheck,

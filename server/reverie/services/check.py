@@ -16,3 +16,17 @@ def check_workspace(settings: Settings, workspace: Path,
     paths = ProjectPaths(settings, workspace)
     return check_memory(paths.memory_dir, paths.workspace,
                         today or datetime.now(UTC).date(), settings.fact_aging_days)
+
+
+def delivered_index(memory_dir: Path, workspace: Path) -> str | None:
+    """``MEMORY.md`` as agents get it: index-hook parts stating a stale fact left out."""
+    from reverie.anchors.delivery import delivered_index as live
+
+    return live(memory_dir, workspace, datetime.now(UTC).date())
+
+
+def refresh_agent_copies(memory_dir: Path) -> list[Path]:
+    """The after-apply hook for the agents' copies of the index: only live facts are copied."""
+    from reverie.agents.refresh import refresh_copies
+
+    return refresh_copies(memory_dir, index_for=delivered_index)
