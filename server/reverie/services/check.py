@@ -26,7 +26,15 @@ def delivered_index(memory_dir: Path, workspace: Path) -> str | None:
 
 
 def refresh_agent_copies(memory_dir: Path) -> list[Path]:
-    """The after-apply hook for the agents' copies of the index: only live facts are copied."""
+    """The after-apply hook for the agents' copies of the index: only live facts are copied
+    (checked once per workspace, and only when some agent holds a copy)."""
     from reverie.agents.refresh import refresh_copies
 
-    return refresh_copies(memory_dir, index_for=delivered_index)
+    checked: dict[tuple[Path, Path], str | None] = {}
+
+    def index_for(memory: Path, workspace: Path) -> str | None:
+        if (memory, workspace) not in checked:
+            checked[(memory, workspace)] = delivered_index(memory, workspace)
+        return checked[(memory, workspace)]
+
+    return refresh_copies(memory_dir, index_for=index_for)

@@ -22,6 +22,7 @@ from reverie.curation.topics import curate, parse_fact, read_doc
 from reverie.dream.runner import DreamRequest, DreamRunner
 from reverie.memory.store import check_index, read_topic
 from reverie.memory.undo import undo_run
+from reverie.memory.write import MemoryWriter
 from reverie.samples import install_samples
 
 TODAY = date(2026, 12, 1)
@@ -140,6 +141,6 @@ async def test_a_dream_retires_stale_facts_in_its_run_and_undo_restores_them(
     report = check_memory(memory, ws.root, TODAY)
     assert report.count("stale") == 0 and report.count("valid") >= 2
     assert result.run_id is not None
-    await undo_run(memory, result.run_id)
+    await undo_run(MemoryWriter(), memory, result.run_id)
     assert (memory / "scripts.md").read_text() == TOPIC
     assert (memory / "MEMORY.md").read_text() == INDEX
