@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -78,6 +79,31 @@ def maintain_memory(memory_dir: Path, workspace: Path, today: date,
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
     what follows: retirements, anchors, aging marks, index hooks."""
     check = check_memory(memory_dir, workspace, today, aging_days)
+    return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True)
+
+
+def curate_facts(memory_dir: Path, workspace: Path, today: date, *,
+                 retire: Iterable[str] = (), keep: Iterable[str] = ()) -> MaintainResult:
+    """A person's decision on facts (by key), on a staged copy: ``retire`` moves them to the
+    retired section now (with the check's reason, or "retired by hand"); ``keep`` keeps them
+    and records only the anchors that still hold (a stale anchor is dropped from the record,
+    the fact verified today), so the next check no longer reports them stale."""
+    check = check_memory(memory_dir, workspace, today)
+    retire_keys, keep_keys = set(retire), set(keep)
+    overrides = {
+        s.fact.key: Recorded(anchors=[c.anchor for c in s.checks if c.status != "stale"],
+                             verified=today)
+        for s in check.facts if s.fact.key in keep_keys}
+    for status in check.facts:
+        if status.fact.key in retire_keys and status.status != "stale":
+            status.reason = "retired by hand"
+    return _apply(memory_dir, check, today, lambda s: s.fact.key in retire_keys, overrides,
+                  mark_aging=False)
+
+
+def _apply(memory_dir: Path, check: MemoryCheck, today: date,
+           retiring: Callable[[FactStatus], bool], overrides: dict[str, Recorded], *,
+           mark_aging: bool) -> MaintainResult:
     result = MaintainResult(check=check)
     by_topic: dict[str, list[FactStatus]] = {}
     for status in check.facts:
@@ -85,7 +111,9 @@ def maintain_memory(memory_dir: Path, workspace: Path, today: date,
     retired_topics: dict[str, list[FactStatus]] = {}
     for topic in check.topics:
         statuses = by_topic.get(topic.name, [])
-        new_text, retired, aging = _rewrite(topic, statuses, today)
+        retire = [s for s in statuses if retiring(s) and not s.fact.pinned]
+        new_text, retired, aging = _rewrite(topic, statuses, today, retire, overrides,
+                                            mark_aging)
         if new_text != topic.text:
             try:
                 atomic_write_text(memory_dir / topic.name, new_text)
@@ -103,11 +131,11 @@ def maintain_memory(memory_dir: Path, workspace: Path, today: date,
     return result
 
 
-def _rewrite(topic: TopicFacts, statuses: list[FactStatus],
-             today: date) -> tuple[str, list[FactStatus], int]:
+def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
+             retire: list[FactStatus], overrides: dict[str, Recorded],
+             mark_aging: bool) -> tuple[str, list[FactStatus], int]:
     lines = topic.text.splitlines()
     trailing = topic.text.endswith("\n")
-    retire = [s for s in statuses if s.status == "stale" and not s.fact.pinned]
     keep = [s for s in statuses if s not in retire]
     aging_count = 0
     # body edits, bottom-up so line numbers stay right
@@ -115,13 +143,13 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus],
     for status in sorted(statuses, key=lambda s: -s.fact.line):
         fact = status.fact
         block = [line for line in lines[fact.line:fact.end]
-                 if not _AGING.match(line) or fact.fact.user]
+                 if not mark_aging or not _AGING.match(line) or fact.fact.user]
         if status in retire:
             del lines[fact.line:fact.end]
             moved.insert(0, [*block, f"  (retired on {today.isoformat()}: "
                                      f"{_one_line(status.reason)})"])
             continue
-        if status.aging and not fact.fact.user:
+        if mark_aging and status.aging and not fact.fact.user:
             aging_count += 1
             since = (fact.confirmed or today).isoformat()
             block.append(f"  (aging: not confirmed since {since})")
@@ -140,7 +168,8 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus],
         if status.status == "valid" and (verified is None or verified <= today - timedelta(
                 days=VERIFIED_REFRESH_DAYS)):
             verified = today
-        entries[status.fact.key] = Recorded(anchors=status.anchors, verified=verified)
+        entries[status.fact.key] = overrides.get(
+            status.fact.key, Recorded(anchors=status.anchors, verified=verified))
     changed_anchors = {k: [a.to_yaml() for a in v.anchors] for k, v in entries.items()} != \
         {k: [a.to_yaml() for a in v.anchors] for k, v in old.items()}
     changed_dates = {k: v.verified for k, v in entries.items()} != \
