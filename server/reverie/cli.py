@@ -36,6 +36,8 @@ COMMANDS: dict[str, str] = {
     "disconnect": "disconnect",
     "connections": "connections",
     "hook": "hook",
+    "forget": "forget",
+    "pin": "pin",
 }
 
 

@@ -30,6 +30,7 @@ from reverie.dream.daily_log import (
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
 from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
+from reverie.dream.skips import describe_skip
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToolsUnsupportedError
 from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ProgressCallback, ToolSpec
@@ -216,6 +217,7 @@ class DreamRunner:
               **payload: Any) -> DreamResult:
         result.skipped_reason = reason
         self._emit("skipped", f"dream skipped: {reason}", reason=reason, manual=manual,
+                   reason_text=describe_skip(reason, payload),
                    duration_ms=result.elapsed_ms(),
                    memory_dir=result.memory_dir, sessions_reviewed=result.sessions_reviewed,
                    **payload)

@@ -307,6 +307,7 @@ async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
     at most once per ``dreamScanIntervalSeconds`` per memory dir, runs in a worker thread.
     """
     from reverie.dream.gates import cheap_gate, time_gate
+    from reverie.dream.skips import describe_skip
     from reverie.memory.lock import ConsolidationLock
 
     server = tracker.server
@@ -334,6 +335,9 @@ async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
                 message=f"dream skipped: session_gate ({sessions} of {s.dream_min_sessions})",
                 payload={
                     "reason": "session_gate",
+                    "reason_text": describe_skip(
+                        "session_gate", {"sessions": sessions, "needed": s.dream_min_sessions}
+                    ),
                     "sessions": sessions,
                     "needed": s.dream_min_sessions,
                     "memory_dir": str(memory_dir),
@@ -354,6 +358,7 @@ def start_dream(
 
     async def body(job: Job) -> JobResult:
         from reverie.dream.runner import DreamRequest, DreamRunner
+        from reverie.dream.skips import describe_skip
 
         runner = DreamRunner(
             tracker.settings,
@@ -376,10 +381,11 @@ def start_dream(
             tracker.lock_changed()
         payload = result.as_json()
         if result.skipped_reason:
+            reason_text = describe_skip(result.skipped_reason, payload)
             return JobResult(
                 "skipped",
                 f"dream skipped: {result.skipped_reason}",
-                {"reason": result.skipped_reason, **payload},
+                {"reason": result.skipped_reason, "reason_text": reason_text, **payload},
             )
         if result.error:
             return JobResult(

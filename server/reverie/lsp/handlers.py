@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from reverie.lsp import connections as agent_connections
+from reverie.lsp.curation import curate_entry
 from reverie.lsp.protocol import (
     AppendMessagesParams,
     Args,
@@ -331,6 +332,7 @@ COMMANDS = {
     Commands.CONNECTIONS: connections,
     Commands.TEST_MODEL: test_model,
     Commands.PROVIDERS: providers,
+    Commands.CURATE: curate_entry,
 }
 
 FEATURES: dict[str, Any] = {

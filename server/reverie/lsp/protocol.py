@@ -44,6 +44,7 @@ class Commands:
     CONNECTIONS = "reverie.server.connections"
     TEST_MODEL = "reverie.server.testModel"
     PROVIDERS = "reverie.server.providers"
+    CURATE = "reverie.server.curate"
 
     ALL = (
         STATUS,
@@ -61,6 +62,7 @@ class Commands:
         CONNECTIONS,
         TEST_MODEL,
         PROVIDERS,
+        CURATE,
     )
 
 
@@ -171,6 +173,20 @@ class UndoArgs(Args):
     run_id: str | None = None
     #: undo the latest undo instead (a redo); not with ``run_id``
     redo: bool = False
+
+
+class CurateArgs(Args):
+    """``curate``: forget, pin, unpin, edit or move one entry of the memory."""
+
+    action: Literal["forget", "pin", "unpin", "edit", "move"]
+    #: ``FILE:LINE`` (1-based, ``MEMORY.md:3``) or a piece of the entry's text
+    entry: str = Field(min_length=1, max_length=4000)
+    #: the line's text as the editor showed it: refused when the file changed since
+    expect: str | None = Field(default=None, max_length=100_000)
+    #: ``edit``: the entry's new text (one line)
+    new_text: str | None = Field(default=None, max_length=100_000)
+    #: ``move``: the topic file the entry moves to
+    to_file: str | None = Field(default=None, max_length=255)
 
 
 class ConnectAgentArgs(Args):
@@ -344,7 +360,7 @@ class HistoryRun(Wire):
 
     run_id: str
     at: datetime
-    source: Literal["auto", "manual", "sleep", "undo", "edit"]
+    source: Literal["auto", "manual", "sleep", "undo", "edit", "curate"]
     added: list[str] = Field(default_factory=list)
     changed: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
@@ -362,6 +378,22 @@ class HistoryRun(Wire):
     @classmethod
     def of(cls, record: RunRecord, *, undone: bool = False) -> HistoryRun:
         return cls.model_validate({**record.model_dump(), "undone": undone})
+
+
+class CurateResult(Wire):
+    """``curate``: what was done to which entry, and the run that ``undo`` reverts."""
+
+    action: str
+    memory_dir: str
+    file: str
+    line: int
+    text: str
+    new_text: str | None = None
+    to_file: str | None = None
+    run_id: str | None = None
+    files: list[str] = Field(default_factory=list)
+    removed_topic: str | None = None
+    message: str
 
 
 class HistoryResult(Wire):

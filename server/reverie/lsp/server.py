@@ -700,8 +700,10 @@ class ReverieLanguageServer(LanguageServer):
     def _on_skipped(self, event: JobEvent) -> None:
         reason = event.payload.get("reason")
         if reason in ("lock_busy", "missing_llm_client", "missing_llm"):
+            text = event.payload.get("reason_text")
             detail = event.payload.get("detail") or event.payload.get("error")
-            self.show("warning", f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
+            self.show("warning", f"Reverie: the dream did not run: {text}" if text else
+                      f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
 
     # --- workspaces ----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from reverie.fsutil import ensure_private_dir
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
+from reverie.memory.pins import keep_pinned
 from reverie.memory.repair import RepairReport, new_blocking_problems, repair_memory
 from reverie.memory.store import MemoryProblem, check_index
 from reverie.memory.transaction import (
@@ -38,6 +39,10 @@ from reverie.memory.transaction import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+#: runs that must leave pinned entries as they are (a person's own runs and undos may change them)
+PIN_GUARDED = frozenset({"auto", "manual", "sleep"})
 
 
 class MemoryValidationError(Exception):
@@ -142,6 +147,9 @@ class MemoryWriteSession:
                 staged.path, touched=changes.touched, sources=self.sessions,
                 today=self.today or datetime.now(UTC).date(),
             )
+        if self.source in PIN_GUARDED and not changes.empty:
+            keep_pinned(self.memory_dir, staged.path)  # a person's pin outranks the run
+        if self.repair and not changes.empty:
             problems = new_blocking_problems(staged.path, self._before)
             if problems:
                 raise MemoryValidationError(problems)

@@ -18,6 +18,7 @@ export const ServerCommands = {
   connections: "reverie.server.connections",
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
+  curate: "reverie.server.curate",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -173,6 +174,35 @@ export interface ConnectionsResult {
   detected: ("claude-code" | "codex" | "gemini" | "aider")[];
 }
 
+/**
+ * `curate`: forget, pin, unpin, edit or move one entry of the memory.
+ */
+export interface CurateArgs {
+  workspace?: string | null;
+  action: "forget" | "pin" | "unpin" | "edit" | "move";
+  entry: string;
+  expect?: string | null;
+  newText?: string | null;
+  toFile?: string | null;
+}
+
+/**
+ * `curate`: what was done to which entry, and the run that `undo` reverts.
+ */
+export interface CurateResult {
+  action: string;
+  memoryDir: string;
+  file: string;
+  line: number;
+  text: string;
+  newText: string | null;
+  toFile: string | null;
+  runId: string | null;
+  files: string[];
+  removedTopic: string | null;
+  message: string;
+}
+
 export interface DisconnectAgentArgs {
   workspace?: string | null;
   agent: string;
@@ -206,7 +236,7 @@ export interface HistoryResult {
 export interface HistoryRun {
   runId: string;
   at: string;
-  source: "auto" | "manual" | "sleep" | "undo" | "edit";
+  source: "auto" | "manual" | "sleep" | "undo" | "edit" | "curate";
   added: string[];
   changed: string[];
   removed: string[];

@@ -1,0 +1,1 @@
+"""Use cases shared by the front ends (CLI, language server, MCP)."""
