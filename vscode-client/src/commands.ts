@@ -16,10 +16,12 @@ import {
   type LockStatusResult,
   type SessionNotesResult,
   type SessionRow,
+  type SessionsResult,
   type UndoResult,
 } from './generated/protocol';
 import { type HistoryDocuments } from './history';
 import { type JobTracker } from './jobs';
+import { notesUri } from './notesDocuments';
 import { type PreviewDocuments } from './preview';
 import { runCounts, workspaceArg } from './sidebar';
 import { showProblem } from './problems';
@@ -179,6 +181,10 @@ async function memoryDir(ctx: CommandContext): Promise<string> {
 /** Opens a session's notes, or offers to write them. */
 async function openSessionNotes(ctx: CommandContext, sessionId?: string, title?: string | null): Promise<void> {
   const notes = await ctx.server.execute<SessionNotesResult>(ServerCommands.sessionNotes, { ...workspaceArg(), ...(sessionId ? { sessionId } : {}) });
+  if (title === undefined) { // from the palette: the session's title from the list
+    const { sessions } = await ctx.server.execute<SessionsResult>(ServerCommands.listSessions, workspaceArg()).catch(() => ({ sessions: [] as SessionRow[] }));
+    title = sessions.find((s) => s.sessionId === notes.sessionId)?.title;
+  }
   if (!notes.exists) {
     const choice = await vscode.window.showInformationMessage(
       `Reverie has no notes for ${title ? `the session "${title}"` : 'this session'} yet.`, 'Update Session Notes');
@@ -188,7 +194,9 @@ async function openSessionNotes(ctx: CommandContext, sessionId?: string, title?:
     }
     return;
   }
-  await openFile(notes.path);
+  const doc = await vscode.workspace.openTextDocument(notesUri(notes.path, title, notes.sessionId));
+  await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+  await vscode.window.showTextDocument(doc, { preview: false });
 }
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {

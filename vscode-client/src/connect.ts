@@ -19,6 +19,8 @@ const AGENT_NAMES: Record<string, string> = {
   aider: 'Aider',
 };
 const OFFER_KEY = 'reverie.connectOffer.';
+/** folders offered in this window (globalState keeps them across windows and reloads) */
+const offeredHere = new Set<string>();
 
 export function agentName(agent: string): string {
   return AGENT_NAMES[agent] ?? agent;
@@ -171,10 +173,12 @@ export async function offerConnection(ctx: CommandContext, status: StatusResult)
     const connected = new Set(entry.connected.map((c) => c.agent));
     const agents = entry.detected.filter((agent) => !connected.has(agent));
     const key = `${OFFER_KEY}${entry.workspace}`;
-    if (!agents.length || ctx.state.global.get(key)) {
+    if (!agents.length || ctx.state.global.get(key) || offeredHere.has(key)) {
       continue;
     }
+    offeredHere.add(key); // this window, even before globalState has it
     await ctx.state.global.update(key, 'offered'); // asked once per folder, whatever the answer
+    ctx.log.info(`connect offer for ${entry.workspace}: ${agents.join(', ')} (not asked again)`);
     // the first start makes one offer, not two: the tour rides along when it was never offered
     const tour = !ctx.state.global.get(WALKTHROUGH_KEY);
     if (tour) {

@@ -88,3 +88,6 @@ export const HISTORY_SCHEME = 'reverie-history';
 
 /** Scheme of read-only preview documents (what Connect Agent would write). */
 export const PREVIEW_SCHEME = 'reverie-preview';
+
+/** Scheme of session notes opened under their session's title (the notes file itself). */
+export const NOTES_SCHEME = 'reverie-notes';

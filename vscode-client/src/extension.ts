@@ -8,12 +8,13 @@ import { type LanguageClient } from 'vscode-languageclient/node';
 import { ReverieServer } from './client';
 import { registerCommands, type CommandContext } from './commands';
 import { offerConnection } from './connect';
-import { API_KEY_SECRET, Commands, ContextKeys, HISTORY_SCHEME, OUTPUT_CHANNEL, PREVIEW_SCHEME, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
+import { API_KEY_SECRET, Commands, ContextKeys, HISTORY_SCHEME, NOTES_SCHEME, OUTPUT_CHANNEL, PREVIEW_SCHEME, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
 import { GateLenses } from './gateLens';
 import type { LockStatusResult, StatusResult } from './generated/protocol';
 import { HistoryDocuments } from './history';
 import { JobTracker } from './jobs';
 import { offerWalkthrough, showMenu } from './menu';
+import { NotesFileSystem } from './notesDocuments';
 import { PreviewDocuments } from './preview';
 import { MemoryQuickFixes } from './quickFixes';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
@@ -31,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const jobs = new JobTracker(server, log);
   const sidebar = createSidebar(server, log);
   const previews = new PreviewDocuments();
+  const notes = new NotesFileSystem();
   const gates = new GateLenses();
   server.diagnosticsFilter = (uri, diagnostics) => gates.take(uri, diagnostics);
   let memoryDir: string | undefined;
@@ -71,6 +73,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     gates,
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, history),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previews),
+    notes,
+    vscode.workspace.registerFileSystemProvider(NOTES_SCHEME, notes, { isCaseSensitive: true }),
     vscode.languages.registerCodeLensProvider({ scheme: 'file', pattern: '**/MEMORY.md' }, gates),
     vscode.languages.registerCodeActionsProvider({ scheme: 'file', language: 'markdown' },
       new MemoryQuickFixes(() => memoryDir), { providedCodeActionKinds: MemoryQuickFixes.kinds }),

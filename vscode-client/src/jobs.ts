@@ -99,7 +99,10 @@ export class JobTracker implements vscode.Disposable {
         void vscode.window.showInformationMessage(`Reverie: the sleep cycle finished${message ? `: ${message}` : ''}.`);
       }
     } else if (event.type === 'skipped') {
-      await showProblem('info', reasonText ? `The ${what} did not run: ${reasonText}` : message || `${what} skipped`, this.log);
+      // a dream that could not run for want of a model or the lock is a warning; a gate, information
+      const reason = typeof event.payload.reason === 'string' ? event.payload.reason : '';
+      const level = ['missing_llm_client', 'missing_llm', 'lock_busy'].includes(reason) ? 'warning' : 'info';
+      await showProblem(level, reasonText ? `The ${what} did not run: ${reasonText}` : message || `${what} skipped`, this.log);
     } else if (event.type === 'cancelled') {
       void vscode.window.showInformationMessage(`Reverie: the ${what} was cancelled; memory is as it was.`);
     } else if (event.type === 'error') {

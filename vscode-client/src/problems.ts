@@ -55,9 +55,21 @@ export function actionsFor(message: string): string[] {
   return actions;
 }
 
+/** Sentences shown in the last seconds: the server's popup and the job's own outcome say the same. */
+const recent = new Map<string, number>();
+const REPEAT_MS = 10_000;
+
 /** Shows one warning or error with its actions and carries the chosen one out. */
 export async function showProblem(level: 'error' | 'warning' | 'info', message: string, log: vscode.LogOutputChannel, extra: string[] = []): Promise<string | undefined> {
   const text = `Reverie: ${humanize(message)}`;
+  const now = Date.now();
+  if (now - (recent.get(text) ?? -REPEAT_MS) < REPEAT_MS) {
+    return undefined;
+  }
+  recent.set(text, now);
+  if (recent.size > 50) {
+    recent.delete(recent.keys().next().value as string);
+  }
   const actions = [...new Set([...extra, ...actionsFor(message)])];
   const show = level === 'error' ? vscode.window.showErrorMessage : level === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
   const choice = await show(text, ...actions);

@@ -114,7 +114,8 @@ export function countedProblems(uri: vscode.Uri): vscode.Diagnostic[] {
 export class MemoryTree extends ServerTree<MemoryNode> {
   getTreeItem(node: MemoryNode): vscode.TreeItem {
     if (!(node instanceof vscode.Uri)) {
-      const shown = node.text.replace(PIN_MARK, '').replace(/^\s*[-*]\s+/, '').trim();
+      // "- [Title](file.md) - hook" reads "Title — hook"
+      const shown = node.text.replace(PIN_MARK, '').replace(/^\s*[-*]\s+/, '').replace(/^\[([^\]]+)\]\([^)]*\)\s*(?:[-—–:]\s*)?/, (_m, title: string) => `${title} — `).replace(/ — $/, '').trim();
       const item = new vscode.TreeItem(shown.length > 80 ? `${shown.slice(0, 79)}…` : shown);
       item.tooltip = node.text;
       item.description = node.pinned ? 'pinned' : undefined;

@@ -223,8 +223,15 @@ def _check_args(memory_dir: Path, entry: Entry, action: Action, new_text: str | 
     return new_text, to_file
 
 
+def _display(line: str) -> str:
+    """An entry as it reads: "Title: hook" for an index line, the text for a fact."""
+    text = without_mark(line).strip()
+    text = re.sub(r"^[-*]\s+", "", text)
+    return re.sub(r"^\[([^\]]+)\]\([^)]*\)\s*(?:[-—–:]\s*)?", r"\1: ", text).rstrip(": ")
+
+
 def _summary(entry: Entry, action: Action, to_file: str | None) -> str:
-    text = without_mark(entry.text).strip()
+    text = _display(entry.text)
     short = text if len(text) <= 80 else text[:79] + "…"
     where = f"{entry.file}:{entry.line}"
     return {
@@ -268,7 +275,7 @@ async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | 
     files = list(written.changes.touched) if written else []
     verb = {"forget": "Forgot", "pin": "Pinned", "unpin": "Unpinned", "edit": "Edited",
             "move": "Moved"}[action]
-    text = without_mark(entry.text).strip()
+    text = _display(entry.text)
     message = f"{verb} {entry.file}:{entry.line} ({text[:60]}{'…' if len(text) > 60 else ''})"
     if action == "move":
         message += f" to {to_file}"
