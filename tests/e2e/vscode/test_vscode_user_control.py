@@ -149,11 +149,12 @@ def test_first_dream_is_explained_and_a_dream_with_nothing_new_says_so(
                            has_text=re.compile(r"Reverie built your first memory from 1 session"))
     try:
         expect(built.first).to_be_visible(timeout=90_000)
-        expect(centre.locator(".notification-list-item",
-                              has_text="Reverie is building your first memory").first).to_be_visible()
+        building = "Reverie is building your first memory"
+        expect(centre.locator(".notification-list-item", has_text=building).first).to_be_visible()
     except AssertionError as exc:
         shot(page, artifacts, "13-first-memory-missing")
-        raise AssertionError(f"{exc}\n{centre.inner_text()}{failure_context(code_server)}") from None
+        context = f"{centre.inner_text()}{failure_context(code_server)}"
+        raise AssertionError(f"{exc}\n{context}") from None
     assert "improved" not in centre.inner_text()
     shot(page, artifacts, "13-first-memory")
     run_command(page, "Notifications: Clear All Notifications")
@@ -239,7 +240,8 @@ def test_memory_view_counts_only_problems_and_pins_and_forgets_an_entry(
     if topic_row.get_attribute("aria-expanded") != "true":
         topic_row.locator(".monaco-tl-twistie").click()
     body = topic.read_text().split("\n---\n", 1)[1]  # after the front matter
-    fact = next(line for line in body.splitlines() if line.startswith("- ") and PIN_MARK not in line)
+    fact = next(line for line in body.splitlines()
+                if line.startswith("- ") and PIN_MARK not in line)
     shown = fact[2:].strip()[:30]
     fact_row = view.locator(".monaco-list-row", has_text=shown).first
     expect(fact_row).to_be_visible(timeout=20_000)
