@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "hook": "hook",
     "forget": "forget",
     "pin": "pin",
+    "apply": "apply",
+    "discard": "discard",
 }
 
 

@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     dream_min_sessions: int = 5
     dream_scan_interval_seconds: float = 600.0
     dream_max_turns: int = 30
+    #: review before apply: "auto" stages model-backed dreams for a person to accept, "always",
+    #: "never" (services/review.py)
+    dream_review: Literal["auto", "always", "never"] = "auto"
     auto_memory_enabled: bool = True
     remote_mode: bool = False
     memory_dir_preset: MemoryDirPreset = "reverie"

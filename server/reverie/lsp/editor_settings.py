@@ -265,6 +265,17 @@ SETTINGS: dict[str, EditorSetting] = {
     "dream_min_hours": EditorSetting(
         "dreams", "Hours since the last dream before an automatic dream (gate).", minimum=0
     ),
+    "dream_review": EditorSetting(
+        "dreams",
+        "Review before apply: a dream stages its changes and memory changes only once you "
+        "accept them (all, some, or discard). `auto`: review dreams that use a model, apply "
+        "the offline engine's at once.",
+        enum_descriptions=(
+            "Review model-backed dreams; apply the offline engine's at once.",
+            "Review every dream.",
+            "Apply every dream at once (undo stays available).",
+        ),
+    ),
     "dream_min_sessions": EditorSetting(
         "dreams",
         "Sessions touched since the last dream before an automatic dream (gate).",

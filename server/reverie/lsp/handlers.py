@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from reverie.lsp import connections as agent_connections
+from reverie.lsp import review as staged_reviews
 from reverie.lsp.curation import curate_entry
 from reverie.lsp.protocol import (
     AppendMessagesParams,
@@ -333,6 +334,9 @@ COMMANDS = {
     Commands.TEST_MODEL: test_model,
     Commands.PROVIDERS: providers,
     Commands.CURATE: curate_entry,
+    Commands.REVIEWS: staged_reviews.reviews,
+    Commands.APPLY_REVIEW: staged_reviews.apply_review,
+    Commands.DISCARD_REVIEW: staged_reviews.discard_review,
 }
 
 FEATURES: dict[str, Any] = {

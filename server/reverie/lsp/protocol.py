@@ -45,6 +45,9 @@ class Commands:
     TEST_MODEL = "reverie.server.testModel"
     PROVIDERS = "reverie.server.providers"
     CURATE = "reverie.server.curate"
+    REVIEWS = "reverie.server.reviews"
+    APPLY_REVIEW = "reverie.server.applyReview"
+    DISCARD_REVIEW = "reverie.server.discardReview"
 
     ALL = (
         STATUS,
@@ -63,6 +66,9 @@ class Commands:
         TEST_MODEL,
         PROVIDERS,
         CURATE,
+        REVIEWS,
+        APPLY_REVIEW,
+        DISCARD_REVIEW,
     )
 
 
@@ -187,6 +193,23 @@ class CurateArgs(Args):
     new_text: str | None = Field(default=None, max_length=100_000)
     #: ``move``: the topic file the entry moves to
     to_file: str | None = Field(default=None, max_length=255)
+
+
+class ReviewsArgs(Args):
+    """``reviews``: the staged change sets of the workspace's memory."""
+
+    #: each change with ``before`` (the live text) and ``after`` (the staged text)
+    with_contents: bool = False
+
+
+class ApplyReviewArgs(Args):
+    review_id: str = Field(min_length=1, max_length=100)
+    #: accept only these files (default: all); the rest are discarded
+    files: list[str] | None = Field(default=None, max_length=1000)
+
+
+class DiscardReviewArgs(Args):
+    review_id: str = Field(min_length=1, max_length=100)
 
 
 class ConnectAgentArgs(Args):
@@ -393,6 +416,43 @@ class CurateResult(Wire):
     run_id: str | None = None
     files: list[str] = Field(default_factory=list)
     removed_topic: str | None = None
+    message: str
+
+
+class ReviewChange(Wire):
+    path: str
+    #: ``add``, ``change`` or ``remove``
+    action: str
+    reason: str
+    sessions: list[str] = Field(default_factory=list)
+    before: str | None = None
+    after: str | None = None
+
+
+class StagedReview(Wire):
+    """A dream's change set waiting for a person (``reverie.dreamReview``)."""
+
+    review_id: str
+    memory_dir: str
+    created_at: datetime
+    source: str
+    summary: str
+    sessions: list[str] = Field(default_factory=list)
+    changes: list[ReviewChange] = Field(default_factory=list)
+
+
+class ReviewsResult(Wire):
+    memory_dir: str
+    reviews: list[StagedReview]
+
+
+class ReviewOutcomeResult(Wire):
+    """``applyReview`` / ``discardReview``: what landed, what was dropped, the run to undo."""
+
+    review_id: str
+    accepted: list[str] = Field(default_factory=list)
+    discarded: list[str] = Field(default_factory=list)
+    run_id: str | None = None
     message: str
 
 

@@ -19,6 +19,9 @@ export const ServerCommands = {
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
   curate: "reverie.server.curate",
+  reviews: "reverie.server.reviews",
+  applyReview: "reverie.server.applyReview",
+  discardReview: "reverie.server.discardReview",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -69,6 +72,7 @@ export const SERVER_SETTING_KEYS = [
   "dreamMinSessions",
   "dreamScanIntervalSeconds",
   "dreamMaxTurns",
+  "dreamReview",
   "autoMemoryEnabled",
   "remoteMode",
   "memoryDirPreset",
@@ -95,6 +99,12 @@ export interface AppendMessagesParams {
   cwd: string;
   messages: PushedMessage[];
   title?: string | null;
+}
+
+export interface ApplyReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+  files?: string[] | null;
 }
 
 export interface CancelJobArgs {
@@ -201,6 +211,11 @@ export interface CurateResult {
   files: string[];
   removedTopic: string | null;
   message: string;
+}
+
+export interface DiscardReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
 }
 
 export interface DisconnectAgentArgs {
@@ -403,6 +418,39 @@ export interface PushedUsage {
   cacheWriteTokens?: number;
 }
 
+export interface ReviewChange {
+  path: string;
+  action: string;
+  reason: string;
+  sessions: string[];
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * `applyReview` / `discardReview`: what landed, what was dropped, the run to undo.
+ */
+export interface ReviewOutcomeResult {
+  reviewId: string;
+  accepted: string[];
+  discarded: string[];
+  runId: string | null;
+  message: string;
+}
+
+/**
+ * `reviews`: the staged change sets of the workspace's memory.
+ */
+export interface ReviewsArgs {
+  workspace?: string | null;
+  withContents?: boolean;
+}
+
+export interface ReviewsResult {
+  memoryDir: string;
+  reviews: StagedReview[];
+}
+
 /**
  * One file of a history run with its texts before and after (null where absent).
  */
@@ -470,6 +518,19 @@ export interface SessionsResult {
 export interface SleepArgs {
   workspace?: string | null;
   date?: string | null;
+}
+
+/**
+ * A dream's change set waiting for a person (`reverie.dreamReview`).
+ */
+export interface StagedReview {
+  reviewId: string;
+  memoryDir: string;
+  createdAt: string;
+  source: string;
+  summary: string;
+  sessions: string[];
+  changes: ReviewChange[];
 }
 
 export interface StatusArgs {
