@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { type ReverieServer, ServerCommandError } from './client';
 import { connectAgent, disconnectAgent } from './connect';
 import { curateEntry } from './curation';
+import { reviewChanges } from './review';
 import { API_KEY_SECRET, Commands, ServerCommands } from './constants';
 import {
   type HistoryResult,
@@ -310,6 +311,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
     register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
     register(Commands.chooseProvider, 'Choose Model Provider', () => chooseProvider(ctx)),
+    register(Commands.reviewChanges, 'Review Dream Changes', () => reviewChanges(ctx)),
     register(Commands.forgetEntry, 'Forget', (arg?: unknown) => curateEntry(ctx, 'forget', arg)),
     register(Commands.pinEntry, 'Pin', (arg?: unknown) => curateEntry(ctx, 'pin', arg)),
     register(Commands.unpinEntry, 'Unpin', (arg?: unknown) => curateEntry(ctx, 'unpin', arg)),

@@ -41,6 +41,7 @@ export const Commands = {
   unpinEntry: 'reverie.unpinEntry',
   editEntry: 'reverie.editEntry',
   moveEntry: 'reverie.moveEntry',
+  reviewChanges: 'reverie.reviewChanges',
 } as const;
 
 /** Context keys (package.json `when` clauses). */

@@ -89,7 +89,9 @@ export class JobTracker implements vscode.Disposable {
     if (event.type === 'complete') {
       const touched = event.payload.filesTouched;
       const sessions = typeof event.payload.sessionsReviewed === 'number' ? event.payload.sessionsReviewed : undefined;
-      if (event.kind === 'dream' && Array.isArray(touched) && touched.length === 0) {
+      if (typeof event.payload.reviewId === 'string') {
+        // staged for review: the review offer says what the dream proposes
+      } else if (event.kind === 'dream' && Array.isArray(touched) && touched.length === 0) {
         const seen = sessions === undefined ? '' : sessions === 0 ? ' No session is new since the last dream.' : ` It reviewed ${sessions} session${sessions === 1 ? '' : 's'}.`;
         void vscode.window.showInformationMessage(`Reverie: the dream found nothing new to remember; memory is unchanged.${seen}`);
       } else if (event.kind === 'session_memory') {

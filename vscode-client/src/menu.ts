@@ -16,6 +16,7 @@ export async function showMenu(state: { running: boolean }): Promise<void> {
     { label: '$(sparkle) Dream Now', description: 'consolidate recent sessions into memory', command: Commands.dreamNow },
     { label: '$(book) Open Memory Index', description: 'MEMORY.md', command: Commands.openMemoryIndex },
     { label: '$(note) Open Session Notes', description: 'the current session', command: Commands.openSessionNotes },
+    { label: '$(diff) Review Dream Changes', description: 'a dream waiting for you to accept it', command: Commands.reviewChanges },
     { label: '$(history) Show Memory History', description: 'every run that changed memory', command: Commands.showMemoryHistory },
     { label: '$(discard) Undo Last Dream', command: Commands.undoLastDream },
     { label: '$(redo) Redo Undone Dream', command: Commands.redo },

@@ -10,6 +10,7 @@ import { type CommandContext, reportFailure, showRunDiff, undoRun } from './comm
 import { EXTENSION_ID, Notifications, ServerCommands, SETTINGS_SECTION } from './constants';
 import type { HistoryResult, HistoryRun, JobEventPayload, LockStatusResult, MemorySaved, SessionNotesUpdated } from './generated/protocol';
 import { showProblem } from './problems';
+import { offerReview } from './review';
 import type { ReverieServer } from './client';
 import type { ReverieStatusBar } from './statusBar';
 
@@ -122,6 +123,12 @@ export function attachNotificationHandlers(client: LanguageClient, ctx: CommandC
     ctx.jobs.onEvent(event);
     if (event.kind === 'dream' && event.type === 'start') {
       void explainFirstDream(ctx, event);
+    }
+    const reviewId = event.payload.reviewId;
+    if (event.type === 'complete' && typeof reviewId === 'string') {
+      ctx.refreshViews();
+      const files = Array.isArray(event.payload.reviewFiles) ? event.payload.reviewFiles.map(String) : [];
+      offerReview(ctx, reviewId, files).catch((error: unknown) => reportFailure('Review', error, ctx.log));
     }
   });
   client.onNotification(Notifications.lockChanged, (lock: LockStatusResult) => status.applyLock(lock));

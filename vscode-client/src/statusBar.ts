@@ -62,9 +62,8 @@ export class ReverieStatusBar implements vscode.Disposable {
     }
     const tokens = status.tokensToday.inputTokens + status.tokensToday.outputTokens;
     this.spend = status.offline && !tokens ? '' : `${tokens.toLocaleString()} tokens today${status.costToday !== null && status.costToday !== undefined ? ` ($${status.costToday.toFixed(2)})` : ''}`;
-    const budget = (status as { budget?: { summary?: string } }).budget;
-    if (budget?.summary) {
-      this.spend = budget.summary;
+    if (status.spend) { // the cost governor: spent against the caps
+      this.spend = status.offline && !status.spend.tokensToday && !status.spend.tokensMonth ? '' : status.spend.summary;
     }
     this.render();
   }

@@ -302,7 +302,11 @@ class DreamRunner:
         try:
             client = self.client_factory(settings, "dream")
         except LLMConfigError as exc:
-            return self._skip(result, "missing_llm_client", manual, detail=str(exc))
+            from reverie.llm.budget import BudgetExceeded
+
+            why: SkipReason = ("over_budget" if isinstance(exc, BudgetExceeded)
+                               else "missing_llm_client")
+            return self._skip(result, why, manual, detail=str(exc))
         try:
             return await self._consolidate(request, paths, memory_dir, refs, scan, client,
                                            result)

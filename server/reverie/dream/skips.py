@@ -46,4 +46,7 @@ def describe_skip(reason: str, payload: dict[str, Any]) -> str:
         detail = str(payload.get("detail") or "").strip().rstrip(".")
         return ("no model could be used for the dream" + (f": {detail}" if detail else "")
                 + ". Set an API key, or choose another provider (the offline engine needs none).")
+    if reason == "over_budget":
+        detail = str(payload.get("detail") or "").strip().rstrip(".")
+        return (detail or "the model budget is used up (reverie.dailyTokenCap)") + "."
     return f"the dream did not run ({reason.replace('_', ' ')})."

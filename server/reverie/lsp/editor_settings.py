@@ -258,6 +258,25 @@ SETTINGS: dict[str, EditorSetting] = {
     "session_memory_max_turns": EditorSetting(
         "notes", "Maximum model turns per notes update.", minimum=1
     ),
+    "daily_token_cap": EditorSetting(
+        "model",
+        "Cost governor: most tokens model-backed jobs (notes, dreams, sleep) may use per UTC "
+        "day; a job that would pass it does not start and says so. 0: no cap.",
+        minimum=0,
+    ),
+    "monthly_token_cap": EditorSetting(
+        "model", "Cost governor: most tokens per calendar month (UTC). 0: no cap.", minimum=0
+    ),
+    "daily_cost_cap": EditorSetting(
+        "model",
+        "Cost governor: most dollars per UTC day, where the price is known (`reverie.prices`, "
+        "or the cost a coding-agent CLI reports). 0: no cap.",
+        minimum=0,
+    ),
+    "monthly_cost_cap": EditorSetting(
+        "model", "Cost governor: most dollars per calendar month, where the price is known. "
+        "0: no cap.", minimum=0
+    ),
     # dreams
     "dream_enabled": EditorSetting(
         "dreams", "Consolidate sessions into memory automatically when the gates pass."

@@ -44,6 +44,7 @@ from reverie.lsp.protocol import (
     ProvidersResult,
     SessionArgs,
     SleepArgs,
+    SpendInfo,
     StatusArgs,
     UndoArgs,
     Wire,
@@ -210,6 +211,13 @@ async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     parse_args(StatusArgs, args)
     await ls.wait_ready()
     result = ls.status()
+    try:
+        from reverie.llm.budget import spend
+
+        spent = await asyncio.to_thread(spend, ls.settings)
+        result.spend = SpendInfo(**spent.as_json(), summary=spent.summary())
+    except OSError as exc:  # status must answer even so
+        logger.warning("model spend: %s", exc)
     for tracker in list(ls.trackers.values()):
         try:
             result.connections.append(await agent_connections.summary(tracker))

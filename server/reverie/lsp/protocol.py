@@ -321,6 +321,22 @@ class WorkspaceConnections(Wire):
     detected: list[str] = Field(default_factory=list)
 
 
+class SpendInfo(Wire):
+    """The cost governor's ledger (``reverie.llm.budget``): spent today / this month, the caps
+    (0: none) and the same as a sentence for the status bar."""
+
+    day: str
+    tokens_today: int
+    tokens_month: int
+    cost_today: float
+    cost_month: float
+    daily_token_cap: int
+    monthly_token_cap: int
+    daily_cost_cap: float
+    monthly_cost_cap: float
+    summary: str
+
+
 class StatusResult(Wire):
     version: str
     pid: int
@@ -337,6 +353,8 @@ class StatusResult(Wire):
     connections: list[WorkspaceConnections] = Field(default_factory=list)
     #: the worker processes running now, by role (``parse``, ``load``, ``notes``, ``dream``): pid
     workers: dict[str, int] = Field(default_factory=dict)
+    #: model spend against the cost governor's caps (null while it cannot be read)
+    spend: SpendInfo | None = None
 
 
 class SessionRow(Wire):

@@ -57,6 +57,10 @@ export const SERVER_SETTING_KEYS = [
   "dreamModel",
   "sleepModel",
   "prices",
+  "dailyTokenCap",
+  "monthlyTokenCap",
+  "dailyCostCap",
+  "monthlyCostCap",
   "dataDir",
   "configDir",
   "agentHome",
@@ -521,6 +525,23 @@ export interface SleepArgs {
 }
 
 /**
+ * The cost governor's ledger (`reverie.llm.budget`): spent today / this month, the caps
+ * (0: none) and the same as a sentence for the status bar.
+ */
+export interface SpendInfo {
+  day: string;
+  tokensToday: number;
+  tokensMonth: number;
+  costToday: number;
+  costMonth: number;
+  dailyTokenCap: number;
+  monthlyTokenCap: number;
+  dailyCostCap: number;
+  monthlyCostCap: number;
+  summary: string;
+}
+
+/**
  * A dream's change set waiting for a person (`reverie.dreamReview`).
  */
 export interface StagedReview {
@@ -552,6 +573,7 @@ export interface StatusResult {
   offline: boolean;
   connections: WorkspaceConnections[];
   workers: Record<string, number>;
+  spend: SpendInfo | null;
 }
 
 export interface UndoArgs {
