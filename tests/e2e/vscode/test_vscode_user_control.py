@@ -321,3 +321,55 @@ def test_gate_hint_is_a_codelens_and_a_broken_link_has_a_quick_fix(
         time.sleep(0.3)
     assert "(deploy.md)" in index.read_text(), index.read_text()
     run_command(page, "View: Close All Editors")
+
+
+def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
+    page: Any, code_server: Any, artifacts: Path
+) -> None:
+    import uuid
+    from datetime import UTC, datetime
+
+    from playwright.sync_api import expect
+
+    ws = code_server.workspace
+    memory = memory_dir_of(code_server)
+    # the agent's session goes on: something new to remember
+    records = [json.loads(line) for line in ws.transcript.read_text().splitlines() if line]
+    last = next(r for r in reversed(records) if r.get("type") == "user")
+    note = {**last, "uuid": str(uuid.uuid4()), "parentUuid": records[-1].get("uuid"),
+            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "message": {"role": "user",
+                        "content": "Remember: run `mix format` before every commit."}}
+    with ws.transcript.open("a") as out:
+        out.write(json.dumps(note) + "\n")
+    machine = _machine_settings(code_server)
+    original = machine.read_text() if machine.exists() else "{}"
+    machine.write_text(json.dumps({**json.loads(original), "reverie.dreamReview": "always"}))
+    try:
+        time.sleep(3)  # VS Code reads the file; the server pulls the new settings
+        before = {p.name: p.read_bytes() for p in memory.glob("*.md")}
+        run_command(page, "Notifications: Clear All Notifications")
+        _dream_now(page)
+        offer = page.locator(".notification-toast", has_text="proposes")
+        try:
+            expect(offer.first).to_be_visible(timeout=90_000)
+        finally:
+            shot(page, artifacts, "17-review-offer")
+        assert {p.name: p.read_bytes() for p in memory.glob("*.md")} == before  # not yet
+        offer.first.locator(".monaco-button", has_text="Review").first.click()
+        tab = page.locator(".tabs-container .tab", has_text="review the dream")
+        expect(tab.first).to_be_visible(timeout=30_000)
+        picker = page.locator(".quick-input-widget")
+        expect(picker).to_contain_text("accept which changes", timeout=30_000)
+        page.wait_for_timeout(800)
+        shot(page, artifacts, "17b-review-diff")
+        assert page.locator(".tabs-container .tab.dirty").count() == 0
+        page.keyboard.press("Enter")  # every file ticked: accept all
+        accepted = page.locator(".notification-toast", has_text="Accepted")
+        expect(accepted.first).to_be_visible(timeout=30_000)
+    finally:
+        machine.write_text(original)
+    after = "".join(p.read_text() for p in memory.glob("*.md"))
+    assert "mix format" in after, after
+    run_command(page, "View: Close All Editors")
+    run_command(page, "Notifications: Clear All Notifications")

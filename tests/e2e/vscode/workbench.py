@@ -31,6 +31,8 @@ DOC_SHOTS = {
     "15d-forget-in-history",
     "15e-forget-confirm",
     "16-first-run-offer",
+    "17-review-offer",
+    "17b-review-diff",
     "02-dream-now-input",
     "03-memory-saved-notification",
     "03b-show-diff",
