@@ -7,7 +7,6 @@ environment.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -18,7 +17,8 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reverie.fsutil import ensure_private_dir as ensure_private_dir  # re-exported
+from reverie.agent_roots import AgentRoots
+from reverie.projects import project_key as project_key  # re-exported
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     remote_mode: bool = False
     memory_dir_preset: MemoryDirPreset = "reverie"
     memory_dir: Path | None = None
+    #: days after which a fact nothing confirmed (no session restated it, no anchor to check)
+    #: is marked aging in its topic file; 0 never marks one
+    fact_aging_days: int = 90
 
     # --- sleep ---------------------------------------------------------------------------------
     sleep_enabled: bool = True
@@ -160,12 +163,9 @@ class Settings(BaseSettings):
         return cls(**values)
 
 
-def project_key(workspace: Path) -> str:
-    """A stable, readable directory name for a workspace: its name plus a short path hash."""
-    resolved = str(workspace.expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{name[:40]}-{digest}"
+#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
+#: own sessions are Reverie's model calls, never sessions to track or consolidate
+REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
 
 
 #: Claude Code keeps at most this many characters of the folded path, then adds a hash
@@ -256,8 +256,6 @@ class ProjectPaths:
         if s.memory_dir is not None and s.memory_dir_preset in ("custom", "reverie"):
             return s.memory_dir.expanduser()
         if s.memory_dir_preset == "claude-code":
-            from reverie.transcripts.agent_roots import AgentRoots
-
             projects = AgentRoots.for_home(s.agent_home).claude_projects
             return claude_project_dir(projects, str(self.workspace)) / "memory"
         return self.root / "memory"

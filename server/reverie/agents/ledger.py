@@ -16,17 +16,16 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from reverie.fsutil import atomic_write_text
-from reverie.memory.lock import state_dir
+from reverie.memory.paths import state_dir
+from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
 
-AgentName = Literal["claude-code", "codex", "gemini", "aider"]
-AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "gemini", "aider")
 Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
-Role = Literal["memory", "hooks", "exclude"]
-EditKind = Literal["block", "json-hooks", "yaml-read"]
+Role = Literal["memory", "hooks", "exclude", "mcp"]
+EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp"]
 
 LEDGER_NAME = "connections.json"
 
@@ -46,10 +45,14 @@ class FileRecord(BaseModel):
     original: str | None = None
     #: sha256 of the text Reverie last wrote
     written_sha256: str | None = None
+    #: MCP server entries in JSON: the object path of the servers' map, and from which depth
+    #: on Reverie created those objects (None: they were all there)
+    json_path: list[str] = Field(default_factory=list)
+    json_created_from: int | None = None
 
 
 class Connection(BaseModel):
-    agent: AgentName
+    agent: ConnectableAgent
     workspace: str
     scope: Scope
     mode: Mode

@@ -72,12 +72,13 @@ def _review(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.services.wiring import memory_writer
 
     if args.review:
         return _review(args)
     settings = load_settings()
     workspace = resolve_workspace(args)
-    runner = DreamRunner(settings, job_event_logger(logger))
+    runner = DreamRunner(settings, job_event_logger(logger), writer=memory_writer())
     request = DreamRequest(workspace=workspace, manual=args.manual, extra=args.extra,
                            logs=args.logs)
     result = asyncio.run(runner.run(request))

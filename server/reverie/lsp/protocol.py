@@ -48,6 +48,11 @@ class Commands:
     REVIEWS = "reverie.server.reviews"
     APPLY_REVIEW = "reverie.server.applyReview"
     DISCARD_REVIEW = "reverie.server.discardReview"
+    #: the memory checked against the code: exactly ``reverie check --json``
+    CHECK_MEMORY = "reverie.server.checkMemory"
+    RETIRE_FACT = "reverie.server.retireFact"
+    KEEP_FACT = "reverie.server.keepFact"
+    OPEN_ANCHOR = "reverie.server.openAnchor"
 
     ALL = (
         STATUS,
@@ -69,6 +74,10 @@ class Commands:
         REVIEWS,
         APPLY_REVIEW,
         DISCARD_REVIEW,
+        CHECK_MEMORY,
+        RETIRE_FACT,
+        KEEP_FACT,
+        OPEN_ANCHOR,
     )
 
 
@@ -172,6 +181,24 @@ class HistoryArgs(Args):
     run_id: str | None = None
     #: with ``run_id``: add ``changes: [{path, before, after}]`` (texts; null where absent)
     with_contents: bool = False
+
+
+class CheckMemoryArgs(Args):
+    pass
+
+
+class FactArgs(Args):
+    """A fact of a topic file: the file's URI and a 0-based line of its bullet."""
+
+    uri: str
+    line: int = Field(ge=0)
+
+
+class OpenAnchorArgs(Args):
+    #: the topic file the fact is in (it names the workspace)
+    uri: str
+    #: the anchor's path, relative to the workspace
+    path: str
 
 
 class UndoArgs(Args):

@@ -40,9 +40,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from reverie import __version__
 from reverie.config import ModelPrice, Settings
 from reverie.dream.gates import ScanThrottle
+from reverie.errors import UserError
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
-from reverie.lsp.adapters import ConversationDigests, session_memory_sink
+from reverie.lsp.adapters import session_memory_sink
+from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
@@ -58,6 +60,7 @@ from reverie.lsp.protocol import (
     Wire,
 )
 from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, ThreadReader, can_read_on_loop
+from reverie.services.wiring import memory_writer
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
@@ -130,6 +133,10 @@ def _quiet_after_exit(stop: threading.Event, loop: asyncio.AbstractEventLoop,
     if stop.is_set() and isinstance(context.get("exception"), asyncio.CancelledError):
         return
     loop.default_exception_handler(context)
+
+
+class NoWorkspace(UserError):
+    """A command names no open workspace folder (or none is open)."""
 
 
 @attrs.define
@@ -282,6 +289,8 @@ class ReverieLanguageServer(LanguageServer):
         #: popup text -> when it was last shown
         self._popups: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: workspaces whose search index is being updated / must be updated again after
+        self._indexing: dict[Path, bool] = {}
         self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
         self.jobs = JobRegistry(
             spawn=self.run_task,
@@ -297,6 +306,10 @@ class ReverieLanguageServer(LanguageServer):
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
+        #: how every job of this server writes memory (with the after-apply hooks; this
+        #: server's own keeps the workspaces' search indexes current)
+        self.memory_writer = memory_writer(self._memory_applied)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._session_memory: SessionMemoryManager | None = None
         #: uri -> source -> diagnostics; published merged per uri
         self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
@@ -524,6 +537,10 @@ class ReverieLanguageServer(LanguageServer):
 
     # --- tasks, messages, notifications --------------------------------------------------------
 
+    def remember_loop(self) -> None:
+        """Note the running loop (the memory writer's after-apply hook schedules on it)."""
+        self._loop = asyncio.get_running_loop()
+
     def run_task(
         self, coro: Coroutine[Any, Any, Any], name: str | None = None
     ) -> asyncio.Task[Any]:
@@ -654,6 +671,44 @@ class ReverieLanguageServer(LanguageServer):
         for t in [tracker] if tracker is not None else list(self.trackers.values()):
             t.memory_written([Path(x) for x in saved.memory_paths])
 
+    def _memory_applied(self, memory_dir: Path) -> None:
+        """After-apply hook of the server's memory writer (called in the writer's thread, after
+        a dream, sleep or undo applied): the search index of each workspace with that memory
+        dir is brought up to date, scheduled on the loop, run in a worker process."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._index_memory_dir, memory_dir)
+
+    def _index_memory_dir(self, memory_dir: Path) -> None:
+        for tracker in list(self.trackers.values()):
+            if tracker.memory_dir == memory_dir:
+                self.update_search_index(tracker)
+
+    def update_search_index(self, tracker: WorkspaceTracker) -> None:
+        """Bring the workspace's search index up to date after memory or notes changed: in
+        the notes worker process (reading a grown session is parsing), never on the loop;
+        requests while one runs coalesce into one more run after it."""
+        folder = tracker.folder
+        if folder in self._indexing:
+            self._indexing[folder] = True
+            return
+        self._indexing[folder] = False
+        self.run_task(self._update_search_index(tracker), "search index")
+
+    async def _update_search_index(self, tracker: WorkspaceTracker) -> None:
+        from reverie.services.search import index_after_apply
+
+        folder = tracker.folder
+        try:
+            while True:
+                self._indexing[folder] = False
+                await self.notes_job_call(index_after_apply, tracker.settings, folder)
+                if not self._indexing.get(folder):
+                    break
+        finally:
+            self._indexing.pop(folder, None)
+
     def _on_notes_updated(self, event: JobEvent) -> None:
         p = event.payload
         path = p.get("path")
@@ -666,6 +721,13 @@ class ReverieLanguageServer(LanguageServer):
             ),
         )
         self.refresh_file_diagnostics(Path(path))
+        job = self.jobs.jobs.get(event.job_id or "")
+        tracker = self.trackers.get(job.workspace) if job and job.workspace else None
+        if tracker is None:
+            tracker = next((t for t in self.trackers.values()
+                            if Path(path).is_relative_to(t.paths.root)), None)
+        if tracker is not None:
+            self.update_search_index(tracker)
 
     def _on_start(self, event: JobEvent) -> None:
         if event.job in ("dream", "sleep"):
@@ -780,14 +842,14 @@ class ReverieLanguageServer(LanguageServer):
     def tracker_for(self, workspace: str | None) -> WorkspaceTracker:
         """The tracker a command applies to: the named folder, else the most recently active."""
         if not self.trackers:
-            raise ValueError("no workspace folder is open")
+            raise NoWorkspace("no workspace folder is open")
         if workspace:
             path = (
                 Path(to_fs_path(workspace) or workspace) if "://" in workspace else Path(workspace)
             )
             tracker = self.trackers.get(path.expanduser().resolve())
             if tracker is None:
-                raise ValueError(f"{workspace} is not an open workspace folder")
+                raise NoWorkspace(f"{workspace} is not an open workspace folder")
             return tracker
         return max(self.trackers.values(), key=lambda t: t.last_activity)
 

@@ -10,7 +10,7 @@ An *entry* is one line of a memory file (an index line ``- [Title](file.md) - ho
 The editor also sends the text it showed (``expect``): when the line no longer reads so, the
 file changed meanwhile and nothing is done.
 
-Each action is a run of its own (source ``curate``) through ``MemoryWriteSession``: locked,
+Each action is a run of its own (source ``curate``) through the ``MemoryWriter``: locked,
 staged, applied atomically, recorded in the history and undoable like a dream. No repair runs on
 a person's change, so the text they wrote is kept byte for byte; what they write is checked
 against the index rules (a change that would add a broken link or an over-long index is refused)
@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from reverie.memory.write import MemoryWriter
 
 from reverie.errors import UserError
 from reverie.memory.pins import is_pinned, pin_line, unpin_line, without_mark
@@ -244,7 +247,8 @@ def _summary(entry: Entry, action: Action, to_file: str | None) -> str:
 
 
 async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | None = None,
-                 new_text: str | None = None, to_file: str | None = None) -> CurationResult:
+                 new_text: str | None = None, to_file: str | None = None,
+                 writer: MemoryWriter | None = None) -> CurationResult:
     """Carry ``action`` out on the entry ``query`` names, as one recorded, undoable run.
 
     Raises ``UserError`` (what the person must fix), ``LockBusy`` while a dream holds the lock.
@@ -252,13 +256,13 @@ async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | 
     import asyncio
 
     from reverie.memory.repair import new_blocking_problems
-    from reverie.memory.session import MemoryWriteSession
     from reverie.memory.store import check_index
+    from reverie.services.wiring import memory_writer
 
     entry = await asyncio.to_thread(find_entry, memory_dir, query, expect)
     new_text, to_file = _check_args(memory_dir, entry, action, new_text, to_file)
     before = await asyncio.to_thread(check_index, memory_dir)
-    session = MemoryWriteSession(memory_dir, source="curate", repair=False)
+    session = (writer or memory_writer()).open(memory_dir, source="curate", repair=False)
     removed: str | None = None
     async with session as staged:
         # the entry is found again in the staged copy: it is what gets changed

@@ -29,6 +29,7 @@ from reverie.events import JobEvent
 
 if TYPE_CHECKING:
     from reverie.dream.runner import DreamResult
+    from reverie.memory.write import MemoryWriter
 
 REVIEW_DIR = "review"
 _ID = re.compile(r"^[A-Za-z0-9._-]{4,80}$")
@@ -143,6 +144,8 @@ async def stage_dream(settings: Settings, workspace: Path, *, manual: bool, extr
     root = _reviews_root(live) / staging_id
     shadow = root / "memory"
     await asyncio.to_thread(_seed_shadow, live, shadow)
+    # the shadow is written by a writer without after-apply hooks: no search index, no agent
+    # copy refreshed for a change set nobody accepted yet
     shadow_settings = settings.model_copy(update={"memory_dir": shadow,
                                                   "memory_dir_preset": "custom"})
     sink = events or (lambda event: None)
@@ -221,13 +224,13 @@ def discard_review(memory_dir: Path, review_id: str) -> ReviewOutcome:
                                  "files); memory is unchanged.")
 
 
-async def apply_review(memory_dir: Path, review_id: str,
-                       only: Sequence[str] | None = None) -> ReviewOutcome:
+async def apply_review(memory_dir: Path, review_id: str, only: Sequence[str] | None = None,
+                       writer: MemoryWriter | None = None) -> ReviewOutcome:
     """Apply the review's files (``only``: some of them) as one run; the rest are discarded.
     Refuses a file whose live text changed since the change set was made."""
     import asyncio
 
-    from reverie.memory.session import MemoryWriteSession
+    from reverie.services.wiring import memory_writer
 
     review = await asyncio.to_thread(find_review, memory_dir, review_id)
     names = [c.path for c in review.changes]
@@ -243,7 +246,8 @@ async def apply_review(memory_dir: Path, review_id: str,
         raise UserError(f"changed since the change set was made: {', '.join(moved)}; discard "
                         "it and dream again")
     shadow = _reviews_root(memory_dir) / review.review_id / "memory"
-    session = MemoryWriteSession(memory_dir, source=review.source, sessions=review.sessions)
+    session = (writer or memory_writer()).open(memory_dir, source=review.source,
+                                               sessions=review.sessions)
     async with session as staged:
         for name in chosen:
             source, target = shadow / name, staged.path / name

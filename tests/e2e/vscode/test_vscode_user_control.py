@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from reverie.testing.scripts import load_script
 
 pytestmark = [pytest.mark.vscode, pytest.mark.e2e]

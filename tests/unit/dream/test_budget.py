@@ -18,7 +18,7 @@ from reverie.dream.skips import describe_skip
 from reverie.events import EventRecorder
 from reverie.llm.budget import BudgetExceeded, SpendLedger, check_budget, estimate, spend
 from reverie.llm.factory import make_client
-from reverie.testing.fake_llm import FakeLLMServer, Step
+from support.fake_llm import FakeLLMServer, Step
 
 
 @pytest.fixture

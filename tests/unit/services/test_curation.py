@@ -14,9 +14,9 @@ import pytest
 from reverie.errors import UserError
 from reverie.memory.history import MemoryHistory
 from reverie.memory.pins import PIN_MARK
-from reverie.memory.session import MemoryWriteSession
 from reverie.memory.store import check_index, visible_files
 from reverie.memory.undo import undo_run
+from reverie.memory.write import MemoryWriter
 from reverie.services.curation import curate, find_entry, list_entries
 
 TOPIC = "---\nname: {n}\ndescription: about {n}\ntype: project\n---\n\n# {n}\n\n- {fact}\n"
@@ -62,7 +62,7 @@ async def test_forget_topic_line_is_a_run_and_undo_restores_bytes(mem: Path) -> 
     assert result.run_id and result.files == ["build.md"]
     runs = MemoryHistory(mem).runs()
     assert runs[0].source == "curate" and runs[0].summary.startswith("forget build.md:9")
-    await undo_run(mem, result.run_id)
+    await undo_run(MemoryWriter(), mem, result.run_id)
     assert _state(mem) == before
 
 
@@ -113,7 +113,7 @@ async def test_pin_survives_a_dream_that_drops_and_rewrites(mem: Path) -> None:
     pinned_topic = (mem / "build.md").read_text()
     assert f"never make all {PIN_MARK}" in pinned_topic
     # a dream rewrites the index line, drops the topic file's pinned line and the topic file
-    session = MemoryWriteSession(mem, source="manual", sessions=["s-1"])
+    session = MemoryWriter().open(mem, source="manual", sessions=["s-1"])
     async with session as staged:
         (staged.path / "MEMORY.md").write_text(
             "# Memory\n\n- [Build](build.md) - shorter\n- [Testing](testing.md) - tests\n")

@@ -22,6 +22,10 @@ export const ServerCommands = {
   reviews: "reverie.server.reviews",
   applyReview: "reverie.server.applyReview",
   discardReview: "reverie.server.discardReview",
+  checkMemory: "reverie.server.checkMemory",
+  retireFact: "reverie.server.retireFact",
+  keepFact: "reverie.server.keepFact",
+  openAnchor: "reverie.server.openAnchor",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -81,6 +85,7 @@ export const SERVER_SETTING_KEYS = [
   "remoteMode",
   "memoryDirPreset",
   "memoryDir",
+  "factAgingDays",
   "sleepEnabled",
   "sleepTime",
   "sleepMaxEntries",
@@ -121,6 +126,10 @@ export interface CancelJobResult {
   message: string;
 }
 
+export interface CheckMemoryArgs {
+  workspace?: string | null;
+}
+
 export interface ConnectAgentArgs {
   workspace?: string | null;
   agent: string;
@@ -149,7 +158,7 @@ export interface ConnectAgentResult {
  */
 export interface ConnectFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   action: "create" | "update" | "delete" | "unchanged";
 }
 
@@ -170,7 +179,7 @@ export interface Connection {
 
 export interface ConnectionFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   state: "ok" | "missing" | "block-missing" | "damaged" | "symlink";
 }
 
@@ -232,6 +241,15 @@ export interface DreamArgs {
   workspace?: string | null;
   extraContext?: string | null;
   logsMode?: boolean;
+}
+
+/**
+ * A fact of a topic file: the file's URI and a 0-based line of its bullet.
+ */
+export interface FactArgs {
+  workspace?: string | null;
+  uri: string;
+  line: number;
 }
 
 export interface HistoryArgs {
@@ -369,6 +387,12 @@ export interface ModelTestResult {
   tokensOut: number;
   message: string;
   error: string | null;
+}
+
+export interface OpenAnchorArgs {
+  workspace?: string | null;
+  uri: string;
+  path: string;
 }
 
 /**
