@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from reverie.transcripts.discovery import SessionRef
 
 
+class SearchIndex(Protocol):
+    """The server's search-index updates (``features.search_index.SearchIndexUpdates``)."""
+
+    def update(self, tracker: WorkspaceContext) -> None: ...
+
+
 class ServerContext(Protocol):
     """What features use of the server: jobs, workers, settings, publishing."""
 
@@ -39,6 +45,9 @@ class ServerContext(Protocol):
     dream_throttle: ScanThrottle
     memory_writer: MemoryWriter
     shutting_down: bool
+
+    @property
+    def search_index(self) -> SearchIndex: ...
 
     @property
     def trackers(self) -> Mapping[Path, WorkspaceContext]: ...

@@ -34,6 +34,7 @@ from reverie.lsp import settings as settings_mod
 from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.features import job_events
 from reverie.lsp.features.notes import session_memory_sink
+from reverie.lsp.features.search_index import SearchIndexUpdates
 from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.jsonrpc import ReverieProtocol
@@ -106,8 +107,10 @@ class ReverieLanguageServer(LanguageServer):
                                                  self.workers.notes_call)
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
-        #: how every job of this server writes memory (with the after-apply hooks)
-        self.memory_writer = memory_writer()
+        #: how every job of this server writes memory (with the after-apply hooks; this
+        #: server's own keeps the workspaces' search indexes current)
+        self.search_index = SearchIndexUpdates(self)
+        self.memory_writer = memory_writer(self.search_index.memory_applied)
         self._session_memory: SessionMemoryManager | None = None
         #: uri -> source -> diagnostics; published merged per uri
         self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text, ensure_private_dir
+from reverie.lsp import staleness
 from reverie.lsp.features import diagnostics as diag
 from reverie.lsp.features.dream import auto_dream_if_due, start_dream
 from reverie.lsp.features.notes import feed_session_memory, forced_extraction
@@ -510,6 +511,7 @@ class WorkspaceTracker:
     async def _refresh_memory(self) -> None:
         try:
             await diag.publish_memory_dir(self.server, self)
+            await staleness.publish(self.server, self)
         except Exception:
             logger.exception("memory diagnostics failed for %s", self.memory_dir)
 

@@ -101,6 +101,13 @@ def _on_notes_updated(server: ServerContext, event: JobEvent) -> None:
         ),
     )
     server.refresh_file_diagnostics(Path(path))
+    job = server.jobs.jobs.get(event.job_id or "")
+    tracker = server.trackers.get(job.workspace) if job and job.workspace else None
+    if tracker is None:
+        tracker = next((t for t in server.trackers.values()
+                        if Path(path).is_relative_to(t.paths.root)), None)
+    if tracker is not None:
+        server.search_index.update(tracker)
 
 
 def _on_start(server: ServerContext, event: JobEvent) -> None:
@@ -141,9 +148,14 @@ def _on_error(server: ServerContext, event: JobEvent) -> None:
 
 def _on_skipped(server: ServerContext, event: JobEvent) -> None:
     reason = event.payload.get("reason")
-    if reason in ("lock_busy", "missing_llm_client", "missing_llm"):
+    if reason in ("lock_busy", "missing_llm_client", "missing_llm", "over_budget"):
+        text = event.payload.get("reason_text")
         detail = event.payload.get("detail") or event.payload.get("error")
-        server.show("warning", f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
+        if reason == "over_budget" and not text:  # a notes update over the cap
+            server.show("warning", f"Reverie: {detail}.")
+            return
+        server.show("warning", f"Reverie: the dream did not run: {text}" if text else
+                    f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
 
 
 _HANDLERS: dict[str, Callable[[ServerContext, JobEvent], None]] = {
