@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import BrokenExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from reverie.anchors.retire import maintain_memory
-from reverie.background import Runner, run_in_background
+from reverie.background import Runner, finish_then_cancel, run_in_background
 from reverie.config import ProjectPaths, Settings
 from reverie.dream.daily_log import (
     DAILY_LOG_BATCH,
@@ -321,7 +321,7 @@ class DreamRunner:
                                                  job_id)
             staged.usage(outcome.tokens_in, outcome.tokens_out)
             staged.summary = outcome.summary
-            await _finish_thread_then_cancel(
+            await finish_then_cancel(
                 asyncio.to_thread(_normalise_new_text, staged, refs))
             # every fact checked against the code before anything is applied: stale ones
             # retire in this same run (part of its history, undone with it)
@@ -405,7 +405,7 @@ class DreamRunner:
         the engine is stopped (``abort``) or else finished first: either way nothing writes to
         the staging copy once the run is rolled back."""
         if self._run_job is None:
-            return await _finish_thread_then_cancel(asyncio.to_thread(func, *args))
+            return await finish_then_cancel(asyncio.to_thread(func, *args))
         future = asyncio.ensure_future(self._run_job(func, *args))
         try:
             result: _T = await asyncio.shield(future)
@@ -533,17 +533,6 @@ class DreamRunner:
         return _Outcome(turns=prior_turns + done.turns, tokens_in=usage.input_tokens,
                         tokens_out=usage.output_tokens, summary=done.summary,
                         cost_usd=done.cost_usd)
-
-
-async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:
-    """Await worker-thread ``work``; on cancellation let the thread finish first, so the staged
-    copy is not being written while the run is rolled back."""
-    future = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        await asyncio.wait([future])
-        raise
 
 
 def _brief_inputs(paths: ProjectPaths, refs: list[SessionRef],

@@ -19,10 +19,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from reverie.errors import UserError
-from reverie.lsp import configuration, staleness, startup
-from reverie.lsp import curation as entry_curation
-from reverie.lsp import review as staged_reviews
+from reverie.lsp import configuration, startup
 from reverie.lsp.features import connections as agent_connections
+from reverie.lsp.features import curation as entry_curation
+from reverie.lsp.features import review as staged_reviews
+from reverie.lsp.features import staleness
 from reverie.lsp.protocol import (
     AppendMessagesParams,
     ApplyReviewArgs,

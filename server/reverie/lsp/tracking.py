@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text, ensure_private_dir
-from reverie.lsp import staleness
 from reverie.lsp.features import diagnostics as diag
+from reverie.lsp.features import staleness
 from reverie.lsp.features.dream import auto_dream_if_due, start_dream
 from reverie.lsp.features.notes import feed_session_memory, forced_extraction
 from reverie.lsp.jobs import Job, JobResult
