@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from reverie.agents.compaction import HookSkip, parse_hook_input, pre_compact
 from reverie.config import ProjectPaths, Settings
+from reverie.services.hooks import HookSkip, parse_hook_input, pre_compact
 from reverie.session_memory.marker import marker_path
 from support.fake_llm import FakeLLMServer, Step
 

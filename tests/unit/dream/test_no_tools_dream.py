@@ -35,7 +35,7 @@ def _snapshot(memory: Path) -> dict[str, bytes]:
 
 def assert_lock_free(memory: Path) -> None:
     lock = ConsolidationLock(memory)
-    assert lock.try_acquire(), "the lock was released"
+    assert lock.try_acquire(lambda: False), "the lock was released"
     lock.rollback()
 
 

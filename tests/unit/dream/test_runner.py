@@ -17,6 +17,7 @@ from reverie.events import EventRecorder
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
 from reverie.memory.store import check_index, read_topic
+from reverie.memory.write import MemoryWriter
 
 
 def _runner() -> tuple[DreamRunner, EventRecorder]:
@@ -149,7 +150,7 @@ async def test_lock_busy(workspace: Path) -> None:
     memory = ProjectPaths(Settings(), workspace).memory_dir
     holder = ConsolidationLock(memory)
     memory.mkdir(parents=True)
-    assert holder.try_acquire()
+    assert holder.try_acquire(lambda: False)
     result = await runner.run(DreamRequest(workspace=workspace, manual=True))
     assert result.skipped_reason == "lock_busy" and not result.ran
     holder.rollback()
@@ -327,7 +328,7 @@ async def test_broken_inputs_are_repaired_and_undoable(workspace: Path) -> None:
     assert events.of_type("complete")[0].payload["repairs"]
     from reverie.memory.undo import undo_run
 
-    await undo_run(memory)
+    await undo_run(MemoryWriter(), memory)
     assert (memory / "MEMORY.md").read_text() == broken_index
 
 

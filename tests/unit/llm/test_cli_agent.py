@@ -23,7 +23,7 @@ from reverie.llm.errors import (
 )
 from reverie.llm.factory import make_client
 from reverie.llm.types import ChatMessage
-from reverie.tools.no_tools import NotesRewrite
+from reverie.session_memory.llm_writer import NotesRewrite
 from support.fake_agent_cli import install_fake_clis
 
 CLIS = {"claude-code-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reverie.config import ProjectPaths, Settings
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import LOCK_NAME
+from reverie.memory.paths import LOCK_NAME
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
