@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "hook": "hook",
     "search": "search",
     "mcp": "mcp",
+    "check": "check",
 }
 
 

@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     remote_mode: bool = False
     memory_dir_preset: MemoryDirPreset = "reverie"
     memory_dir: Path | None = None
+    #: days after which a fact nothing confirmed (no session restated it, no anchor to check)
+    #: is marked aging in its topic file; 0 never marks one
+    fact_aging_days: int = 90
 
     # --- sleep ---------------------------------------------------------------------------------
     sleep_enabled: bool = True

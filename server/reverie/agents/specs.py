@@ -186,12 +186,16 @@ def _heading(workspace: Path, labelled: bool) -> list[str]:
     return ["## Project memory (kept by Reverie)"]
 
 
-def copy_body(memory_dir: Path, workspace: Path, labelled: bool) -> str:
-    """A managed copy of MEMORY.md, its links made absolute (the copy lives elsewhere)."""
-    try:
-        index = (memory_dir / MEMORY_INDEX).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        index = ""
+def copy_body(memory_dir: Path, workspace: Path, labelled: bool,
+              index: str | None = None) -> str:
+    """A managed copy of MEMORY.md, its links made absolute (the copy lives elsewhere).
+    ``index`` replaces the file's text (MEMORY.md as delivered: stale facts left out)."""
+    if index is None:
+        try:
+            index = (memory_dir / MEMORY_INDEX).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            index = ""
+    index = index.strip()
     lines = [
         *_heading(workspace, labelled), "",
         f"What past sessions learned about this project, consolidated by Reverie. Topic files "
@@ -216,8 +220,10 @@ def import_body(memory_dir: Path) -> str:
     ])
 
 
-def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool) -> str:
-    return copy_body(memory_dir, workspace, labelled) if mode == "copy" else import_body(memory_dir)
+def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool,
+                 index: str | None = None) -> str:
+    return copy_body(memory_dir, workspace, labelled, index) if mode == "copy" \
+        else import_body(memory_dir)
 
 
 # -- plans ------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from reverie.anchors.retire import maintain_memory
 from reverie.background import Runner, run_in_background
 from reverie.config import ProjectPaths, Settings
 from reverie.dream.daily_log import (
@@ -365,6 +366,14 @@ class DreamRunner:
             staged.summary = outcome.summary
             await _finish_thread_then_cancel(
                 asyncio.to_thread(_normalise_new_text, staged, refs))
+            # every fact checked against the code before anything is applied: stale ones
+            # retire in this same run (part of its history, undone with it)
+            kept = await self._engine(
+                maintain_memory, staged.path, paths.workspace, datetime.now(UTC).date(),
+                self.settings.fact_aging_days)
+            if kept.summary:
+                outcome.summary = "; ".join(p for p in (outcome.summary, kept.summary) if p)
+                staged.summary = outcome.summary
             self._emit("progress", "validating and applying", job_id=job_id, phase="applying",
                        files_touched=[])
         except BaseException as exc:

@@ -37,6 +37,7 @@ RECEIVED: tuple[type[BaseModel], ...] = (
     p.StatusArgs, p.ListSessionsArgs, p.SessionArgs, p.DreamArgs, p.SleepArgs, p.LockStatusArgs,
     p.HistoryArgs, p.UndoArgs, p.CancelJobArgs, p.ConnectAgentArgs, p.DisconnectAgentArgs,
     p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams,
+    p.CheckMemoryArgs, p.FactArgs, p.OpenAnchorArgs,
 )
 
 HEADER = (

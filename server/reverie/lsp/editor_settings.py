@@ -289,6 +289,12 @@ SETTINGS: dict[str, EditorSetting] = {
     ),
     "journal_retention_days": EditorSetting("sleep", "Days journals are kept.", minimum=0),
     "notes_retention_days": EditorSetting("sleep", "Days session notes are kept.", minimum=0),
+    "fact_aging_days": EditorSetting(
+        "dreams",
+        "Days after which a memory fact that nothing confirmed (no session restated it, no "
+        "file, script or dependency to check it against) is marked aging. 0: never.",
+        minimum=0,
+    ),
     "history_retention_days": EditorSetting(
         "sleep", "Days memory history (undo) is kept.", minimum=0
     ),

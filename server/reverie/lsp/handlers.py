@@ -20,11 +20,13 @@ from pygls.uris import to_fs_path
 
 from reverie.errors import UserError
 from reverie.lsp import connections as agent_connections
+from reverie.lsp import staleness
 from reverie.lsp.protocol import (
     AppendMessagesParams,
     Args,
     CancelJobArgs,
     CancelJobResult,
+    CheckMemoryArgs,
     Commands,
     ConnectAgentArgs,
     ConnectAgentResult,
@@ -32,12 +34,14 @@ from reverie.lsp.protocol import (
     ConnectionsResult,
     DisconnectAgentArgs,
     DreamArgs,
+    FactArgs,
     HistoryArgs,
     ListSessionsArgs,
     LockStatusArgs,
     ModelTestArgs,
     ModelTestResult,
     Notifications,
+    OpenAnchorArgs,
     ProviderInfo,
     ProvidersArgs,
     ProvidersResult,
@@ -319,6 +323,52 @@ async def providers(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     ).wire()
 
 
+async def check_memory(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """Every memory fact checked against the code: the ``reverie check --json`` report (and
+    the stale ones published as diagnostics)."""
+    a = parse_args(CheckMemoryArgs, args)
+    report = await staleness.publish(ls, await _tracker(ls, a))
+    return report.as_json()
+
+
+def _topic_tracker(ls: ReverieLanguageServer, uri: str) -> WorkspaceTracker:
+    path = to_fs_path(uri)
+    tracker = ls.tracker_for_path(Path(path)) if path else None
+    if tracker is None:
+        raise RequestFailed(message=f"{uri} is not in a workspace's memory")
+    return tracker  # type: ignore[return-value]
+
+
+async def retire_fact(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(FactArgs, args)
+    await ls.wait_ready()
+    return await _call(staleness.decide(ls, _topic_tracker(ls, a.uri), a.uri, a.line,
+                                        "retire"))
+
+
+async def keep_fact(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(FactArgs, args)
+    await ls.wait_ready()
+    return await _call(staleness.decide(ls, _topic_tracker(ls, a.uri), a.uri, a.line, "keep"))
+
+
+async def open_anchor(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(OpenAnchorArgs, args)
+    await ls.wait_ready()
+    try:
+        uri = staleness.anchor_uri(_topic_tracker(ls, a.uri), a.path)
+    except UserError as exc:
+        raise RequestFailed(message=str(exc)) from None
+    shown = await ls.window_show_document_async(
+        types.ShowDocumentParams(uri=uri, take_focus=True))
+    return {"uri": uri, "shown": bool(shown and shown.success)}
+
+
+def code_action(ls: ReverieLanguageServer,
+                params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    return staleness.code_actions(params) or None
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -335,6 +385,10 @@ COMMANDS = {
     Commands.CONNECTIONS: connections,
     Commands.TEST_MODEL: test_model,
     Commands.PROVIDERS: providers,
+    Commands.CHECK_MEMORY: check_memory,
+    Commands.RETIRE_FACT: retire_fact,
+    Commands.KEEP_FACT: keep_fact,
+    Commands.OPEN_ANCHOR: open_anchor,
 }
 
 FEATURES: dict[str, Any] = {
@@ -358,4 +412,6 @@ def create_server() -> ReverieLanguageServer:
         server.feature(method)(handler)
     for name, handler in COMMANDS.items():
         server.command(name)(handler)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix]))(code_action)
     return server

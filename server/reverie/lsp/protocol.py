@@ -44,6 +44,11 @@ class Commands:
     CONNECTIONS = "reverie.server.connections"
     TEST_MODEL = "reverie.server.testModel"
     PROVIDERS = "reverie.server.providers"
+    #: the memory checked against the code: exactly ``reverie check --json``
+    CHECK_MEMORY = "reverie.server.checkMemory"
+    RETIRE_FACT = "reverie.server.retireFact"
+    KEEP_FACT = "reverie.server.keepFact"
+    OPEN_ANCHOR = "reverie.server.openAnchor"
 
     ALL = (
         STATUS,
@@ -61,6 +66,10 @@ class Commands:
         CONNECTIONS,
         TEST_MODEL,
         PROVIDERS,
+        CHECK_MEMORY,
+        RETIRE_FACT,
+        KEEP_FACT,
+        OPEN_ANCHOR,
     )
 
 
@@ -164,6 +173,24 @@ class HistoryArgs(Args):
     run_id: str | None = None
     #: with ``run_id``: add ``changes: [{path, before, after}]`` (texts; null where absent)
     with_contents: bool = False
+
+
+class CheckMemoryArgs(Args):
+    pass
+
+
+class FactArgs(Args):
+    """A fact of a topic file: the file's URI and a 0-based line of its bullet."""
+
+    uri: str
+    line: int = Field(ge=0)
+
+
+class OpenAnchorArgs(Args):
+    #: the topic file the fact is in (it names the workspace)
+    uri: str
+    #: the anchor's path, relative to the workspace
+    path: str
 
 
 class UndoArgs(Args):

@@ -18,6 +18,10 @@ export const ServerCommands = {
   connections: "reverie.server.connections",
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
+  checkMemory: "reverie.server.checkMemory",
+  retireFact: "reverie.server.retireFact",
+  keepFact: "reverie.server.keepFact",
+  openAnchor: "reverie.server.openAnchor",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -72,6 +76,7 @@ export const SERVER_SETTING_KEYS = [
   "remoteMode",
   "memoryDirPreset",
   "memoryDir",
+  "factAgingDays",
   "sleepEnabled",
   "sleepTime",
   "sleepMaxEntries",
@@ -104,6 +109,10 @@ export interface CancelJobResult {
   jobId: string;
   cancelled: boolean;
   message: string;
+}
+
+export interface CheckMemoryArgs {
+  workspace?: string | null;
 }
 
 export interface ConnectAgentArgs {
@@ -183,6 +192,15 @@ export interface DreamArgs {
   workspace?: string | null;
   extraContext?: string | null;
   logsMode?: boolean;
+}
+
+/**
+ * A fact of a topic file: the file's URI and a 0-based line of its bullet.
+ */
+export interface FactArgs {
+  workspace?: string | null;
+  uri: string;
+  line: number;
 }
 
 export interface HistoryArgs {
@@ -320,6 +338,12 @@ export interface ModelTestResult {
   tokensOut: number;
   message: string;
   error: string | null;
+}
+
+export interface OpenAnchorArgs {
+  workspace?: string | null;
+  uri: string;
+  path: string;
 }
 
 /**
