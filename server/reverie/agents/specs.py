@@ -97,11 +97,14 @@ def hook_command(settings: Settings, event: str) -> str:
 MCP_SERVER_NAME = "reverie"
 
 
-def mcp_server_entry() -> dict[str, object]:
-    """The stdio MCP server entry that runs ``reverie mcp`` with this interpreter. No
-    ``--workspace``: the agent starts it in the project, which is the workspace it serves."""
-    entry: dict[str, object] = {"type": "stdio", "command": sys.executable,
-                                "args": ["-P", "-m", "reverie", "mcp"]}
+def mcp_server_entry(workspace: Path | None = None) -> dict[str, object]:
+    """The stdio MCP server entry that runs ``reverie mcp`` with this interpreter: for
+    ``workspace`` (an entry that belongs to one project), else for the directory the agent
+    starts it in (a committed file: the path differs on every machine)."""
+    args = ["-P", "-m", "reverie", "mcp"]
+    if workspace is not None:
+        args += ["--workspace", str(workspace)]
+    entry: dict[str, object] = {"type": "stdio", "command": sys.executable, "args": args}
     python_path = os.environ.get("PYTHONPATH")
     entry["env"] = {"PYTHONPATH": python_path} if python_path else {}
     return entry
@@ -295,7 +298,8 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
     if personal:
         edits.append(PlannedEdit(claude_config_file(settings), "mcp", "json-mcp", bid,
                                  json_path=["projects", str(workspace), "mcpServers"],
-                                 mcp_name=MCP_SERVER_NAME, mcp_server=mcp_server_entry()))
+                                 mcp_name=MCP_SERVER_NAME,
+                                 mcp_server=mcp_server_entry(workspace)))
     else:
         edits.append(PlannedEdit(workspace / ".mcp.json", "mcp", "json-mcp", bid,
                                  json_path=["mcpServers"], mcp_name=MCP_SERVER_NAME,
