@@ -8,7 +8,7 @@ worker process, which streams the transcript, builds the notes and sends back on
 its generated lines and where the conversation ended (``ExtractedPoint``). The CLI and tests run
 the same functions in a thread.
 
-What the notes say is ``session_memory.offline.build_notes``; this module only feeds it and
+What the notes say is ``session_memory.rule_based.build_notes``; this module only feeds it and
 works out the ``ExtractedPoint`` in the same single pass (``PointFold``).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reverie.session_memory.cursor import ExtractedPoint, MessageCursor
-from reverie.session_memory.offline import OfflineNotes, build_notes
+from reverie.session_memory.rule_based import OfflineNotes, build_notes
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.digest import MessageDigest, digest
 from reverie.transcripts.model import Message, Session
@@ -80,7 +80,7 @@ class PointFold:
         self._seen[item.fingerprint] += 1
         self._last = item.fingerprint
         self._total += item.tokens
-        if item.usage_tokens is not None:
+        if item.usage_tokens:  # an all-zero record (an API error's reply) is no measurement
             self._usage, self._usage_api, self._tail = item.usage_tokens, item.api_message_id, 0
         elif self._usage is not None and (
             self._usage_api is None or item.api_message_id != self._usage_api
