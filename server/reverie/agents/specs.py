@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reverie.agents.blocks import CommentStyle
+from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
 from reverie.agents.ledger import AgentName, EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
@@ -164,7 +164,8 @@ def copy_body(memory_dir: Path, workspace: Path, labelled: bool) -> str:
         f"`{memory_dir / MEMORY_INDEX}`, refreshed after every memory change; edit the memory "
         "there, not here.",
         "",
-        _absolute_links(index, memory_dir) if index else "(no memory consolidated yet)",
+        neutralise_imports(_absolute_links(index, memory_dir)) if index
+        else "(no memory consolidated yet)",
     ]
     from reverie.redact import redact  # memory is redacted when written; a hand edit is not
 
