@@ -398,7 +398,9 @@ def _names(text: str, low: str, words: list[str]) -> list[Span]:
         following = text[end:end + 1]
         if following in _NOT_AFTER_A_NAME:
             continue
-        if following in _QUOTES_AND_BRACKETS:  # ``"api_key": ``, ``['KEY'] = ``, ``"KEY")``
+        if following == "\\" and text[end + 1:end + 2] in ("n", "r", "t"):
+            pass  # ``- name: DB_PASSWORD\\n`` in raw JSON: a line ends there
+        elif following in _QUOTES_AND_BRACKETS:  # ``"api_key": ``, ``['KEY'] = ``, ``"KEY")``
             i = end
             while i < len(text) and i - end < 4 and text[i] in _QUOTES_AND_BRACKETS:
                 i += 1
@@ -554,6 +556,8 @@ def _value(text: str, ctx: _Context, at: int) -> Span | None:
         close = _closing(text, at + len(quote), quote, json=ctx.json)
         value_end = close if close >= 0 else _line_end(text, at)
         value = text[at + len(quote):value_end]
+        if value.startswith(MARKER_PREFIX):
+            return None  # redacted already
         if close < 0:
             if not value.strip() or is_reference(value.strip()):
                 return None
