@@ -32,6 +32,7 @@ from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
 from reverie.agents.ledger import AgentName, EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
+from reverie.hazards import hazard_of
 
 logger = logging.getLogger(__name__)
 
@@ -187,12 +188,35 @@ def copy_body(memory_dir: Path, workspace: Path, labelled: bool) -> str:
         f"`{memory_dir / MEMORY_INDEX}`, refreshed after every memory change; edit the memory "
         "there, not here.",
         "",
-        neutralise_imports(_absolute_links(index, memory_dir)) if index
+        neutralise_imports(_absolute_links(_held_back(index), memory_dir)) if index
         else "(no memory consolidated yet)",
     ]
     from reverie.redact import redact  # memory is redacted when written; a hand edit is not
 
     return redact("\n".join(lines))[0]
+
+
+#: how a person approves an entry that would otherwise be held back from agents' files
+APPROVED = "<!-- approved -->"
+
+
+def _held_back(index: str) -> str:
+    """``index`` without the entries that need a person's approval before an agent acts on
+    them (``reverie.hazards``: remote code, deleting outside the project, moving credentials,
+    a URL), unless the line carries ``<!-- approved -->``; one line says how many and why."""
+    kept: list[str] = []
+    reasons: dict[str, int] = {}
+    for line in index.split("\n"):
+        reason = None if APPROVED in line else hazard_of(line)
+        if reason is None:
+            kept.append(line)
+        else:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        kept += ["", f"({sum(reasons.values())} entries held back for review ({why}): they stay "
+                 "in MEMORY.md; an `approved` HTML comment on an entry's line passes it on.)"]
+    return "\n".join(kept)
 
 
 def import_body(memory_dir: Path) -> str:

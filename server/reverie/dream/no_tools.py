@@ -18,6 +18,7 @@ from pathlib import Path
 from reverie.curation.brief import candidate_lines, candidates_section, rules_section
 from reverie.dream.offline import SessionSource
 from reverie.events import EventSink, JobEvent
+from reverie.hazards import UNTRUSTED_DATA
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_LINES, visible_files
 from reverie.redact import redact
@@ -34,7 +35,7 @@ SYSTEM = (
     "You maintain the long-term memory of a software project for AI coding agents. You cannot "
     "call tools: you answer with the memory changes as one JSON object and nothing else. Never "
     "copy secrets, tokens or credentials into memory."
-)
+) + UNTRUSTED_DATA
 
 
 class NoToolsRejected(ValueError):
