@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from reverie.redact import kinds, redact, redact_value, rules
 from reverie.redact import scan as module
-from reverie.testing.secrets import pathological_lines, planted_secrets
+from support.secrets import pathological_lines, planted_secrets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
@@ -142,13 +142,14 @@ def test_idempotent(text: str) -> None:
 
 
 def test_fast_and_linear_on_long_text() -> None:
+    """CPU time, not wall-clock: what a neighbour on the machine takes does not count."""
     chunk = ORDINARY_CODE + "sk-" + "a" * 19 + " Bearer short " + "-----BEGIN PRIVATE KEY-----\n"
     text = chunk * 2_000  # ~1.4 MB of near-misses
     started = time.process_time()
     _, count = redact(text)
     elapsed = time.process_time() - started
     assert count == 0
-    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s"
+    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s of CPU"
     doubled = text * 2
     started = time.process_time()
     redact(doubled)

@@ -30,9 +30,10 @@ from pathlib import Path
 
 from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
-from reverie.agents.ledger import AgentName, EditKind, Mode, Role, Scope
+from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
 from reverie.hazards import hazard_of
+from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class PlannedEdit:
 
 @dataclass(slots=True)
 class Plan:
-    agent: AgentName
+    agent: ConnectableAgent
     scope: Scope
     mode: Mode
     memory_dir: Path
@@ -67,7 +68,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-def block_id(agent: AgentName, workspace: Path) -> str:
+def block_id(agent: ConnectableAgent, workspace: Path) -> str:
     return f"{agent} {project_key(workspace)}"
 
 
@@ -236,7 +237,7 @@ def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool) 
 # -- plans ------------------------------------------------------------------------------------
 
 
-def plan(agent: AgentName, workspace: Path, scope: Scope, settings: Settings) -> Plan:
+def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings) -> Plan:
     """What connecting ``agent`` for ``workspace`` at ``scope`` writes."""
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     bid = block_id(agent, workspace)

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from reverie.cli import add_workspace_argument, load_settings, resolve_workspace
-from reverie.transcripts.listing import session_rows
+from reverie.services.sessions import list_sessions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def _skipped(path: Path, exc: Exception) -> None:
 def run(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args)
     agent_home = (args.agent_home or load_settings().agent_home).expanduser()
-    rows = session_rows(workspace, agent_home, _skipped)
+    rows = list_sessions(workspace, agent_home, _skipped)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()

@@ -27,8 +27,9 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
+from reverie.agent_roots import AgentRoots
+from reverie.config import REVERIE_CLI_WORKDIR
 from reverie.transcripts import aider
-from reverie.transcripts.agent_roots import AgentRoots
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.claude import UUID_PATTERN as _UUID
 from reverie.transcripts.generic import read_sidecar, sidecar_project
@@ -83,11 +84,6 @@ def _workspace_variants(workspace: Path) -> list[Path]:
     if resolved not in out:
         out.append(resolved)
     return out
-
-
-#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
-#: own sessions are Reverie's model calls, never sessions to track or consolidate
-REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
 
 
 def is_reverie_cli_session(cwd: str | None) -> bool:
@@ -457,12 +453,9 @@ def _under(path: Path, root: Path) -> bool:
     return True
 
 
-def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[SessionRef]:
-    """Every session of ``workspace`` under ``agent_home``, newest first."""
-    if agent_home is None:
-        from reverie.config import Settings
-
-        agent_home = Settings().agent_home
+def discover_sessions(workspace: Path, agent_home: Path) -> list[SessionRef]:
+    """Every session of ``workspace`` under ``agent_home`` (``Settings.agent_home``), newest
+    first."""
     workspace = Path(workspace)
     home = Path(agent_home).expanduser()
     roots = AgentRoots.for_home(home)
@@ -500,7 +493,7 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None) -> list[S
     return refs
 
 
-def current_session(workspace: Path, agent_home: Path | None = None) -> SessionRef | None:
+def current_session(workspace: Path, agent_home: Path) -> SessionRef | None:
     """The most recently appended main (not sub-agent) session of ``workspace``."""
     for ref in discover_sessions(workspace, agent_home):
         if not ref.is_subagent:
@@ -510,7 +503,7 @@ def current_session(workspace: Path, agent_home: Path | None = None) -> SessionR
 
 def sessions_touched_since(
     workspace: Path,
-    agent_home: Path | None,
+    agent_home: Path,
     since: datetime,
     exclude_session_id: str | None = None,
 ) -> list[SessionRef]:

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reverie.redact import redact, redact_value
-from reverie.testing.leaks import CODE_FORMS, FORMS, leaked, render, wrapped_leak
+from support.leaks import CODE_FORMS, FORMS, leaked, render, wrapped_leak
 
 #: printable characters a password can hold (no whitespace: a token ends there)
 PRINTABLE = string.ascii_letters + string.digits + string.punctuation
