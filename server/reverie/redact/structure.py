@@ -529,8 +529,11 @@ def _in_raw_json(text: str, at: int) -> bool:
 
 def _netrc(low: str, start: int) -> bool:
     """``machine h login u password p``: the name follows ``login <user>`` on its line."""
-    line = low[low.rfind("\n", 0, start) + 1:start]
-    return re.search(r"(?:^|\s)login\s+\S+\s+$", line) is not None
+    line = low[max(0, start - 200, low.rfind("\n", max(0, start - 200), start) + 1):start]
+    return "login" in line and _NETRC.search(line) is not None
+
+
+_NETRC = re.compile(r"(?:^|\s)login\s+\S+\s+$")
 
 
 def _named_value(text: str, ctx: _Context, end: int) -> Span | None:
