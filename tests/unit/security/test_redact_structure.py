@@ -3,7 +3,7 @@ a name with a value, the value goes to the end of its token whatever symbols it 
 
 Each class the security review reported is reproduced here (the attack as it was) and must now
 fail; random printable passwords go through every covered form (``FORMS``) and none may leave a
-piece behind. The 10,000-per-form run is ``tests/bench/redact_leaks.py`` (and the ``slow`` test
+piece behind. The 10,000-per-form run is ``tests/bench/redact_leaks.py`` (and the ``bench`` test
 below); the default run uses fewer examples.
 """
 
@@ -205,7 +205,7 @@ def test_redact_value_pairs_a_key_with_its_value() -> None:
     assert count == 1 and cleaned == {"DB_PASSWORD": "[REDACTED:env]", "n": 1}
 
 
-@pytest.mark.slow
+@pytest.mark.bench
 def test_ten_thousand_random_passwords_per_form() -> None:
     """The issue's goal, counted: 0 leaks in 10,000 random printable passwords in each form."""
     rng = random.Random(27)
