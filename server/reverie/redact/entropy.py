@@ -34,9 +34,12 @@ __all__ = ["KIND", "find", "looks_random"]
 KIND = "high_entropy"
 
 #: a value position: after ``=`` / ``:`` (assignments, headers, JSON, URL queries) or a flag
-_POSITION = re.compile(
-    r"(?:[=:][ \t]{0,3}+|-(?<=\s-)-?[A-Za-z][\w-]{0,40}+[ \t]++)"
-    r"[\"'`]?(?P<value>[A-Za-z0-9+/_~.-]{20,512}+={0,2})(?![A-Za-z0-9+/_~.=-])"
+_VALUE = r"[\"'`]?(?P<value>[A-Za-z0-9+/_~.-]{20,512}+={0,2})(?![A-Za-z0-9+/_~.=-])"
+#: each position its own pattern, so each starts with a literal the engine searches for fast
+_POSITIONS = (
+    ("=", re.compile(r"=[ \t]{0,3}+" + _VALUE)),
+    (":", re.compile(r":[ \t]{0,3}+" + _VALUE)),
+    (" -", re.compile(r"-(?<=\s-)-?[A-Za-z][\w-]{0,40}+[ \t]++" + _VALUE)),
 )
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _INTEGRITY = re.compile(r"sha(?:1|256|384|512)-")
@@ -61,7 +64,14 @@ def find(text: str) -> list[Span]:
     spans: list[Span] = []
     if len(text) < 21:
         return spans
-    for found in _POSITION.finditer(text):
+    found_all = [found for literal, pattern in _POSITIONS if literal in text
+                 for found in pattern.finditer(text)]
+    found_all.sort(key=lambda found: found.start("value"))
+    done = -1
+    for found in found_all:
+        if found.start("value") < done:
+            continue
+        done = found.end("value")
         value = found.group("value")
         if value.startswith("[REDACTED") or not looks_random(value):
             continue

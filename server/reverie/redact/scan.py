@@ -269,6 +269,9 @@ def _redact_marked_lines(text: str) -> tuple[str, int]:
 #: spans a line, except those of the multi-line rules, which scan the whole text first.
 _BLOCK = 16_384
 _MULTILINE_RULES = tuple(rule for rule in _RULES if rule.multiline)
+_FINDER_RULES = tuple(rule for rule in _RULES if rule.finder is not None)
+assert all(rule.finder is not None for rule in _RULES[len(_RULES) - len(_FINDER_RULES):]), (
+    "the finder rules must come last: a long text runs them after its blocks")
 
 
 def _redact(text: str, trigger: _Re2Trigger | None) -> tuple[str, int]:
@@ -288,11 +291,14 @@ def _redact(text: str, trigger: _Re2Trigger | None) -> tuple[str, int]:
                 break
             end = min(len(text), following + 1)
         block = text[start:end]
-        cleaned, count = _apply(block, _rules_for(block, trigger), multiline=False)
+        rules = [rule for rule in _rules_for(block, trigger) if rule.finder is None]
+        cleaned, count = _apply(block, rules, multiline=False)
         pieces.append(cleaned)
         total += count
         start = end
-    return "".join(pieces), total
+    # the finder rules come last in the rules' order and are linear: once over the whole text
+    text, count = _apply("".join(pieces), _FINDER_RULES)
+    return text, total + count
 
 
 def _apply(text: str, rules: Iterable[Rule], *, multiline: bool = True) -> tuple[str, int]:

@@ -15,7 +15,7 @@ from reverie.cli import main
 DREAM_KEYS = {"ran", "skipped_reason", "sessions_reviewed", "files_touched", "turns",
               "tokens_in", "tokens_out", "duration_ms", "run_id", "memory_dir"}
 LOCK_KEYS = {"memory_dir", "lock_path", "holder_pid", "holder_alive", "last_consolidated_at",
-             "hours_since", "sessions_since", "next_gate"}
+             "hours_since", "sessions_since", "next_gate", "spend"}
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

@@ -18,6 +18,14 @@ export const ServerCommands = {
   connections: "reverie.server.connections",
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
+  curate: "reverie.server.curate",
+  reviews: "reverie.server.reviews",
+  applyReview: "reverie.server.applyReview",
+  discardReview: "reverie.server.discardReview",
+  checkMemory: "reverie.server.checkMemory",
+  retireFact: "reverie.server.retireFact",
+  keepFact: "reverie.server.keepFact",
+  openAnchor: "reverie.server.openAnchor",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -53,6 +61,10 @@ export const SERVER_SETTING_KEYS = [
   "dreamModel",
   "sleepModel",
   "prices",
+  "dailyTokenCap",
+  "monthlyTokenCap",
+  "dailyCostCap",
+  "monthlyCostCap",
   "dataDir",
   "configDir",
   "agentHome",
@@ -68,10 +80,12 @@ export const SERVER_SETTING_KEYS = [
   "dreamMinSessions",
   "dreamScanIntervalSeconds",
   "dreamMaxTurns",
+  "dreamReview",
   "autoMemoryEnabled",
   "remoteMode",
   "memoryDirPreset",
   "memoryDir",
+  "factAgingDays",
   "sleepEnabled",
   "sleepTime",
   "sleepMaxEntries",
@@ -96,6 +110,12 @@ export interface AppendMessagesParams {
   title?: string | null;
 }
 
+export interface ApplyReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+  files?: string[] | null;
+}
+
 export interface CancelJobArgs {
   jobId: string;
 }
@@ -104,6 +124,10 @@ export interface CancelJobResult {
   jobId: string;
   cancelled: boolean;
   message: string;
+}
+
+export interface CheckMemoryArgs {
+  workspace?: string | null;
 }
 
 export interface ConnectAgentArgs {
@@ -134,7 +158,7 @@ export interface ConnectAgentResult {
  */
 export interface ConnectFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   action: "create" | "update" | "delete" | "unchanged";
 }
 
@@ -155,7 +179,7 @@ export interface Connection {
 
 export interface ConnectionFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   state: "ok" | "missing" | "block-missing" | "damaged" | "symlink";
 }
 
@@ -173,6 +197,40 @@ export interface ConnectionsResult {
   detected: ("claude-code" | "codex" | "gemini" | "aider")[];
 }
 
+/**
+ * `curate`: forget, pin, unpin, edit or move one entry of the memory.
+ */
+export interface CurateArgs {
+  workspace?: string | null;
+  action: "forget" | "pin" | "unpin" | "edit" | "move";
+  entry: string;
+  expect?: string | null;
+  newText?: string | null;
+  toFile?: string | null;
+}
+
+/**
+ * `curate`: what was done to which entry, and the run that `undo` reverts.
+ */
+export interface CurateResult {
+  action: string;
+  memoryDir: string;
+  file: string;
+  line: number;
+  text: string;
+  newText: string | null;
+  toFile: string | null;
+  runId: string | null;
+  files: string[];
+  removedTopic: string | null;
+  message: string;
+}
+
+export interface DiscardReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+}
+
 export interface DisconnectAgentArgs {
   workspace?: string | null;
   agent: string;
@@ -183,6 +241,15 @@ export interface DreamArgs {
   workspace?: string | null;
   extraContext?: string | null;
   logsMode?: boolean;
+}
+
+/**
+ * A fact of a topic file: the file's URI and a 0-based line of its bullet.
+ */
+export interface FactArgs {
+  workspace?: string | null;
+  uri: string;
+  line: number;
 }
 
 export interface HistoryArgs {
@@ -206,7 +273,7 @@ export interface HistoryResult {
 export interface HistoryRun {
   runId: string;
   at: string;
-  source: "auto" | "manual" | "sleep" | "undo" | "edit";
+  source: "auto" | "manual" | "sleep" | "undo" | "edit" | "curate";
   added: string[];
   changed: string[];
   removed: string[];
@@ -322,6 +389,12 @@ export interface ModelTestResult {
   error: string | null;
 }
 
+export interface OpenAnchorArgs {
+  workspace?: string | null;
+  uri: string;
+  path: string;
+}
+
 /**
  * One provider in `reverie.server.providers` (`reverie.llm.cli_agent.ProviderChoice`).
  */
@@ -371,6 +444,39 @@ export interface PushedUsage {
   outputTokens?: number;
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
+}
+
+export interface ReviewChange {
+  path: string;
+  action: string;
+  reason: string;
+  sessions: string[];
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * `applyReview` / `discardReview`: what landed, what was dropped, the run to undo.
+ */
+export interface ReviewOutcomeResult {
+  reviewId: string;
+  accepted: string[];
+  discarded: string[];
+  runId: string | null;
+  message: string;
+}
+
+/**
+ * `reviews`: the staged change sets of the workspace's memory.
+ */
+export interface ReviewsArgs {
+  workspace?: string | null;
+  withContents?: boolean;
+}
+
+export interface ReviewsResult {
+  memoryDir: string;
+  reviews: StagedReview[];
 }
 
 /**
@@ -442,6 +548,36 @@ export interface SleepArgs {
   date?: string | null;
 }
 
+/**
+ * The cost governor's ledger (`reverie.llm.budget`): spent today / this month, the caps
+ * (0: none) and the same as a sentence for the status bar.
+ */
+export interface SpendInfo {
+  day: string;
+  tokensToday: number;
+  tokensMonth: number;
+  costToday: number;
+  costMonth: number;
+  dailyTokenCap: number;
+  monthlyTokenCap: number;
+  dailyCostCap: number;
+  monthlyCostCap: number;
+  summary: string;
+}
+
+/**
+ * A dream's change set waiting for a person (`reverie.dreamReview`).
+ */
+export interface StagedReview {
+  reviewId: string;
+  memoryDir: string;
+  createdAt: string;
+  source: string;
+  summary: string;
+  sessions: string[];
+  changes: ReviewChange[];
+}
+
 export interface StatusArgs {
   workspace?: string | null;
 }
@@ -461,6 +597,7 @@ export interface StatusResult {
   offline: boolean;
   connections: WorkspaceConnections[];
   workers: Record<string, number>;
+  spend: SpendInfo | null;
 }
 
 export interface UndoArgs {
