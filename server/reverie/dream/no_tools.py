@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.curation.brief import candidate_lines, candidates_section, rules_section
-from reverie.dream.offline import SessionSource
+from reverie.dream.rule_based import SessionSource
 from reverie.errors import ReverieError
 from reverie.events import EventSink, JobEvent
 from reverie.hazards import UNTRUSTED_DATA
