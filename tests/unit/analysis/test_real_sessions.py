@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reverie.session_memory.offline import NotesRenderer
+from reverie.session_memory.rule_based import NotesRenderer
 
 from reverie.analysis import analyse_session
 from reverie.analysis.outcomes import output_verdict, prose
