@@ -30,6 +30,9 @@ def provider(fake: FakeLLMServer, **extra):
         "apiKey": "sk-test-not-a-real-key",
         "maxRetries": 0,
         "watchDebounceMs": 50,
+        # these tests are about a model's dream applying; review before apply (on by default
+        # for a model) is covered by tests/e2e/lsp/test_user_control.py
+        "dreamReview": "never",
         **extra,
     }
 

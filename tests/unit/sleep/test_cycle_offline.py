@@ -49,14 +49,17 @@ async def test_offline_cycle_writes_journal_memory_and_history(workspace) -> Non
     # concrete facts from the Codex rollout and the Claude Code session
     assert "**Build:** `npm run build`" in journal
     assert "`lib/spotter_web/live/session_live.ex`" in journal
-    assert "Asked: Work on bead spotter-dov." in journal
+    assert "Asked: Work on bead spotter-dov" in journal
     assert "4 project command(s) of which 1 failed" in journal
 
     entries = load_entries(paths.memory_dir)
     assert report.entries_before == 0 and report.entries_after == len(entries) > 0
     assert report.candidates >= len(entries)
     # topic files by subject, not one file per candidate and not a log of files touched
-    assert {e.key for e in entries} == {"package-manager-and-scripts", "testing"}
+    # the issue tracker's workflow (`bd show`, `bd ready`) is a durable fact of its own
+    assert {e.key for e in entries} == {"package-manager-and-scripts", "testing", "project-notes"}
+    notes_entry = next(e for e in entries if e.key == "project-notes").content
+    assert "`bd`" in notes_entry
     scripts = next(e for e in entries if e.key == "package-manager-and-scripts").content
     assert "- **Build:** `npm run build` _(session 019e1625, 2026-05-11)_" in scripts
     assert "session_live.ex" not in "".join(e.content for e in entries)

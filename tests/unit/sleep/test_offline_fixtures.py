@@ -47,7 +47,7 @@ def test_claude_session_with_notes_uses_the_notes(transcripts_dir: Path) -> None
     title, summary = summarise_offline(load_transcript(transcripts_dir / SPOTTER), notes)
     assert title == "Shared transcript component for spotter-dov"
     assert "State (from the session notes): Duplicate helpers removed" in summary.summary
-    assert "Asked: Work on bead spotter-dov." in summary.summary
+    assert "Asked: Work on bead spotter-dov" in summary.summary
     assert "`lib/spotter_web/live/session_live.ex`" in summary.summary
     values = [c.value for c in summary.memory_candidates]
     # a standing rule the notes' Learnings state is a candidate; files touched are not
