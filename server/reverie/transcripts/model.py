@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-AgentName = Literal["claude-code", "codex", "gemini-cli", "aider", "generic"]
+AgentName = Literal[
+    "claude-code", "codex", "gemini-cli", "aider", "generic",
+    # the editor's own agents (issue 25): VS Code's chat, the Cline family, Continue
+    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
+]
+#: agents whose sessions live in the editor's storage, not under the agent home
+EDITOR_AGENTS: tuple[AgentName, ...] = (
+    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
+)
 Role = Literal["user", "assistant", "system", "tool"]
 
 
