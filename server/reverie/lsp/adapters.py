@@ -248,7 +248,8 @@ async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
         since = last or datetime.fromtimestamp(0, UTC)
         try:
             count: int | None = len(
-                sessions_touched_since(tracker.folder, s.agent_home, since, exclude)
+                sessions_touched_since(tracker.folder, s.agent_home, since, exclude,
+                                       tracker.server.editor_places())
             )
         except OSError:
             count = None

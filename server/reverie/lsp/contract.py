@@ -37,6 +37,7 @@ RECEIVED: tuple[type[BaseModel], ...] = (
     p.StatusArgs, p.ListSessionsArgs, p.SessionArgs, p.DreamArgs, p.SleepArgs, p.LockStatusArgs,
     p.HistoryArgs, p.UndoArgs, p.CancelJobArgs, p.ConnectAgentArgs, p.DisconnectAgentArgs,
     p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams,
+    p.EditorStorage,
 )
 
 HEADER = (
@@ -125,6 +126,8 @@ def typescript() -> str:
             out.append(f"  {to_camel(attr.lower())}: {json.dumps(value)},")
     out.append("} as const;\n")
     out.append(f"export const SETTINGS_SECTION = {json.dumps(p.SETTINGS_SECTION)};\n")
+    out.append("/** The `initializationOptions` key of `EditorStorage`. */")
+    out.append(f"export const EDITOR_STORAGE_OPTION = {json.dumps(p.EDITOR_STORAGE_OPTION)};\n")
     out.append("/** Every server setting (`reverie.<key>`), from `reverie.config.Settings`. */")
     out.append("export const SERVER_SETTING_KEYS = [")
     out += [f"  {json.dumps(k)}," for k in server_setting_keys()]

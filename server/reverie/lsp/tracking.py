@@ -145,7 +145,8 @@ class WorkspaceTracker:
         from reverie.transcripts.discovery import discover_sessions
 
         try:
-            refs = await asyncio.to_thread(discover_sessions, self.folder, self.settings.agent_home)
+            refs = await asyncio.to_thread(discover_sessions, self.folder, self.settings.agent_home,
+                                           self.server.editor_places())
         except Exception:
             logger.exception("session discovery failed for %s", self.folder)
             return
@@ -222,13 +223,13 @@ class WorkspaceTracker:
             try:
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None,
-                    worker=self.server.parse_worker,
+                    worker=self.server.parse_worker, editor=self.server.editor_places(),
                 )
             except Exception:  # a corrupt saved state must not stop tracking
                 logger.warning("discarding saved watcher state", exc_info=True)
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms,
-                    worker=self.server.parse_worker,
+                    worker=self.server.parse_worker, editor=self.server.editor_places(),
                 )
             states = {}
             self._watcher = watcher
@@ -285,8 +286,11 @@ class WorkspaceTracker:
         def skipped(path: Path, exc: Exception) -> None:
             logger.warning("skipping %s: %s", path, exc)
 
+        editor = self.server.editor_places()
+
         def read() -> list[SessionRow]:
-            rows = session_rows(self.folder, self.settings.agent_home, skipped, with_title=True)
+            rows = session_rows(self.folder, self.settings.agent_home, skipped, with_title=True,
+                                editor=editor)
             return [
                 SessionRow.model_validate(
                     {**r, "has_notes": self.paths.notes_path(r["session_id"]).is_file()}

@@ -31,6 +31,9 @@ export const Notifications = {
 
 export const SETTINGS_SECTION = "reverie";
 
+/** The `initializationOptions` key of `EditorStorage`. */
+export const EDITOR_STORAGE_OPTION = "editorStorage";
+
 /** Every server setting (`reverie.<key>`), from `reverie.config.Settings`. */
 export const SERVER_SETTING_KEYS = [
   "provider",
@@ -183,6 +186,18 @@ export interface DreamArgs {
   workspace?: string | null;
   extraContext?: string | null;
   logsMode?: boolean;
+}
+
+/**
+ * `initializationOptions.editorStorage`: where the editor keeps the extension's data
+ * (VS Code's `ExtensionContext.storageUri` and `globalStorageUri`). From them the server
+ * knows the current workspace's storage folder (`workspaceStorage/<hash>`, where VS Code
+ * keeps its chat sessions) and the user-data dir in use (Insiders, VSCodium, a profile,
+ * code-server), without computing the hash.
+ */
+export interface EditorStorage {
+  storageUri?: string | null;
+  globalStorageUri?: string | null;
 }
 
 export interface HistoryArgs {
