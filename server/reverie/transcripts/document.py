@@ -75,9 +75,11 @@ def load_json(data: bytes) -> tuple[Any, str | None]:
         return orjson.loads(text), None
     except orjson.JSONDecodeError:
         pass
-    try:  # lone surrogate escapes (``"\\ud800"``), which orjson refuses
-        return json.loads(text), None
-    except (json.JSONDecodeError, RecursionError) as exc:
+    try:  # lone surrogate escapes (``"\\ud800"``), which orjson refuses: replaced
+        value = json.loads(text)
+        clean = json.dumps(value, ensure_ascii=False).encode("utf-8", "replace")
+        return orjson.loads(clean), None
+    except (json.JSONDecodeError, orjson.JSONDecodeError, RecursionError, ValueError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         return None, f"not a valid JSON document ({reason})"
 
