@@ -20,8 +20,10 @@ from reverie.transcripts.editor_discovery import editor_watch_roots
 from reverie.transcripts.editor_places import EditorPlaces, local_path_of_uri
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-COPILOT_JSON = FIX / "copilot-chat/git-ai/chatSessions/331fed7f-cfd6-409c-8502-06a56322b636.json"
-COPILOT_LOG = FIX / "copilot-chat/git-ai-log/chatSessions/7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl"
+COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
+                "331fed7f-cfd6-409c-8502-06a56322b636.json")
+COPILOT_LOG = (FIX / "copilot-chat/git-ai-log/chatSessions/"
+               "7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl")
 CLINE_TASK = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000"
 ROO_TASK = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
             "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f")

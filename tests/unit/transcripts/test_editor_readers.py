@@ -15,10 +15,13 @@ from reverie.transcripts.reader import detect_agent, load_transcript
 from reverie.transcripts.stats import transcript_stats
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-COPILOT_JSON = FIX / "copilot-chat/git-ai/chatSessions/331fed7f-cfd6-409c-8502-06a56322b636.json"
-COPILOT_LOG = FIX / "copilot-chat/git-ai-log/chatSessions/7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl"
+COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
+                "331fed7f-cfd6-409c-8502-06a56322b636.json")
+COPILOT_LOG = (FIX / "copilot-chat/git-ai-log/chatSessions/"
+               "7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl")
 COPILOT_ONE_LINE = FIX / "copilot-chat/git-ai-log/chatSessions/copilot_session_simple.jsonl"
-COPILOT_BUILT = FIX / "copilot-chat/source-types/chatSessions/5a0e6c1d-7b2f-4e39-8d14-3f9c2b7a6e50.json"
+COPILOT_BUILT = (FIX / "copilot-chat/source-types/chatSessions/"
+                 "5a0e6c1d-7b2f-4e39-8d14-3f9c2b7a6e50.json")
 COPILOT_BUILT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
                      "9d4c2b1a-3e5f-4a6b-8c7d-1e2f3a4b5c6d.jsonl")
 CLINE = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000/ui_messages.json"
