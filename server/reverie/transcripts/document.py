@@ -11,9 +11,11 @@ changed messages are reported: a message that changed is reported again under it
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,11 +65,31 @@ def digest_of(value: Any, *context: Any) -> str:
     return hashlib.blake2b(raw, digest_size=10).hexdigest()
 
 
+#: documents at least this big are parsed with the cyclic garbage collector paused
+_NO_GC_BYTES = 1024 * 1024
+
+
+@contextmanager
+def _collector_paused(size: int) -> Iterator[None]:
+    """Parsing a big document allocates a million containers, all alive and acyclic; letting
+    the collector run meanwhile makes it walk every object of the process again and again
+    (a 5 MB session: 260 ms parsing instead of 70 ms). Pausing it for the parse is safe."""
+    paused = size >= _NO_GC_BYTES and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 def load_json(data: bytes) -> tuple[Any, str | None]:
     """``(value, None)``, or ``(None, reason)`` for a document that is not valid JSON (most
     often one caught while the agent rewrites it). Stray non-UTF-8 bytes are replaced."""
     try:
-        return orjson.loads(data), None
+        with _collector_paused(len(data)):
+            return orjson.loads(data), None
     except orjson.JSONDecodeError:
         pass
     text = data.decode("utf-8", "replace")

@@ -295,6 +295,7 @@ class TranscriptTail:
         doc = read_editor_document(self.agent, self.path, data)
         if not doc.complete:
             self._size = self._mtime_ns = -1  # keep what we had; retry on the next change
+            self._stats = doc.stats
             return []
         fresh: list[Message] = []
         units: dict[str, tuple[str, list[str]]] = {}
