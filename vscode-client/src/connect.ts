@@ -14,6 +14,10 @@ const AGENT_NAMES: Record<string, string> = {
   codex: 'Codex',
   gemini: 'Gemini CLI',
   aider: 'Aider',
+  'copilot-chat': 'GitHub Copilot Chat',
+  cline: 'Cline',
+  'roo-code': 'Roo Code',
+  continue: 'Continue',
 };
 const OFFER_KEY = 'reverie.connectOffer.';
 

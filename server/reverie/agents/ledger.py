@@ -20,8 +20,10 @@ from reverie.memory.lock import state_dir
 
 logger = logging.getLogger(__name__)
 
-AgentName = Literal["claude-code", "codex", "gemini", "aider"]
-AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "gemini", "aider")
+AgentName = Literal["claude-code", "codex", "gemini", "aider",
+                    "copilot-chat", "cline", "roo-code", "continue"]
+AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "gemini", "aider",
+                                 "copilot-chat", "cline", "roo-code", "continue")
 Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
@@ -46,6 +48,9 @@ class FileRecord(BaseModel):
     original: str | None = None
     #: sha256 of the text Reverie last wrote
     written_sha256: str | None = None
+    #: a file Reverie created with a header before its block (front matter the agent needs
+    #: at the top): what is left after disconnect when nothing else was added; then removed
+    preamble: str | None = None
 
 
 class Connection(BaseModel):

@@ -120,7 +120,7 @@ export interface ConnectAgentArgs {
  * `connectAgent` / `disconnectAgent` (`reverie.agents.results.ConnectResult`).
  */
 export interface ConnectAgentResult {
-  agent: "claude-code" | "codex" | "gemini" | "aider";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
   workspace: string;
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
@@ -149,7 +149,7 @@ export interface ConnectedAgent {
 }
 
 export interface Connection {
-  agent: "claude-code" | "codex" | "gemini" | "aider";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
   connectedAt: string;
@@ -173,7 +173,7 @@ export interface ConnectionsResult {
   workspace: string;
   memoryDir: string;
   connections: Connection[];
-  detected: ("claude-code" | "codex" | "gemini" | "aider")[];
+  detected: ("claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue")[];
 }
 
 export interface DisconnectAgentArgs {
