@@ -62,6 +62,19 @@ class ReadResult:
     dropped: list[str] = field(default_factory=list)
 
 
+def _session_files(paths: set[Path]) -> set[Path]:
+    """The changed paths, a new task folder (Cline, Roo, Kilo) standing for its session file."""
+    out: set[Path] = set()
+    for path in paths:
+        if path.suffix == "" and path.parent.name == "tasks" and path.is_dir():
+            candidate = path / "ui_messages.json"
+            if candidate.is_file():
+                out.add(candidate)
+        elif path.suffix or not path.is_dir():
+            out.add(path)
+    return out
+
+
 class SessionReader:
     """Tails of one workspace's session files. Not thread-safe: one caller at a time.
 
@@ -123,7 +136,7 @@ class SessionReader:
     def apply(self, paths: Iterable[str | Path]) -> list[SessionAppended]:
         """Read the given changed paths (in path order); forget the ones that are gone."""
         events: list[SessionAppended] = []
-        for path in sorted({Path(p) for p in paths if p}):
+        for path in sorted(_session_files({Path(p) for p in paths if p})):
             if not path.is_file():
                 if self._tails.pop(path, None) is not None:
                     self._dropped.add(path)

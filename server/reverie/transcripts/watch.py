@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -57,7 +58,10 @@ _MAX_RECOVERIES = 2
 
 
 def _is_session_file(change: watchfiles.Change, path: str) -> bool:
-    return path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
+    return (path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
+            # a new task folder of Cline / Roo / Kilo: its first file can be written before
+            # the recursive watch covers the folder, so the folder itself is looked into
+            or os.path.basename(os.path.dirname(path)) == "tasks")
 
 
 class SessionWatcher:

@@ -400,7 +400,9 @@ async def test_editor_task_renamed_over_and_a_new_task_are_watched(
     events: list[SessionAppended] = []
     task = asyncio.create_task(_collect(watcher, events))
     try:
-        await asyncio.sleep(0.3)
+        first = str(tasks / "t1" / "ui_messages.json")
+        await _until(lambda: first in watcher.states(), timeout=30)  # being primed
+        await asyncio.sleep(0.5)  # the start-up scan is over: what follows is a change
         assert tasks in watcher.agent_roots()
         assert all(not str(r).endswith("/User") for r in watcher.agent_roots())
         safe_write("t1", rows[:9])
