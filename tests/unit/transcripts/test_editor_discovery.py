@@ -265,3 +265,20 @@ def test_reverie_sessions_lists_them_with_the_others(home: Path, workspace: Path
     assert by_agent["copilot-chat"]["messages"] == 10
     assert by_agent["cline"]["session_id"] == "111" and by_agent["cline"]["messages"] == 13
     assert "vscode-remote" in done.stderr and "not a folder on this machine" in done.stderr
+
+
+def test_os_variables_apply_only_to_the_real_home(home: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    xdg = tmp_path / "xdg"
+    continue_dir = tmp_path / "cont"
+    env = {"XDG_CONFIG_HOME": str(xdg), "CONTINUE_GLOBAL_DIR": str(continue_dir),
+           "APPDATA": str(tmp_path / "appdata")}
+    other = EditorPlaces.detect(home, env=env, platform="linux")
+    assert home / ".config" / "Code" / "User" in other.user_dirs
+    assert other.continue_dir == home / ".continue"
+    monkeypatch.setenv("HOME", str(home))  # now the agent home is the user's real home
+    real = EditorPlaces.detect(home, env=env, platform="linux")
+    assert xdg / "Code" / "User" in real.user_dirs
+    assert real.continue_dir == continue_dir
+    windows = EditorPlaces.detect(home, env=env, platform="win32")
+    assert tmp_path / "appdata" / "Code" / "User" in windows.user_dirs
