@@ -263,7 +263,8 @@ def read_document(path: Path, data: bytes) -> EditorDocument:
                               build=_builder(request, key, cwd, stats)))
     if session.title is None:
         for request in requests:
-            text = as_str(as_dict(as_dict(request).get("message")).get("text"))
+            said = as_dict(request).get("message")
+            text = said if isinstance(said, str) else as_str(as_dict(said).get("text"))
             found = request_of(text) if text else None
             if found:
                 session.title = first_line(found)
@@ -364,8 +365,10 @@ def _round_calls(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def _request_messages(request: dict[str, Any], key: str, cwd: str | None,
                       stats: ParseStats) -> Iterator[Message]:
     ts = parse_time(request.get("timestamp"))
-    message = as_dict(request.get("message"))
-    text = as_str(message.get("text"))
+    raw_message = request.get("message")
+    message = as_dict(raw_message)
+    # the oldest sessions (version 1) stored the request as a plain string
+    text = raw_message if isinstance(raw_message, str) else as_str(message.get("text"))
     if text is None:
         parts = message.get("parts")
         text = "".join(as_str(as_dict(p).get("text")) or "" for p in parts) \

@@ -350,3 +350,17 @@ def test_hostile_shapes_never_crash(tmp_path: Path) -> None:
         t = load_transcript(path)
         for message in t.messages:
             message.model_dump_json()
+
+
+def test_the_oldest_request_form_and_markdown_content_parts(tmp_path: Path) -> None:
+    """Version-1 sessions kept the request as a plain string; ``markdownContent`` parts hold
+    their text under ``content.value``."""
+    path = tmp_path / "chatSessions" / "old.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"version": 1, "requesterUsername": "me", "requests": [
+        {"requestId": "r1", "message": "How do I read a file?", "response": [
+            {"kind": "markdownContent", "content": {"value": "Use `open()`."}}]}]}))
+    t = load_transcript(path)
+    assert [(m.role, m.text) for m in t.messages] == [
+        ("user", "How do I read a file?"), ("assistant", "Use `open()`.")]
+    assert t.session.title == "How do I read a file?" and t.stats.skipped == 0
