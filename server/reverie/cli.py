@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reverie import __version__
+from reverie.errors import UserError
 from reverie.logsafety import RedactingFormatter
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-class CommandError(Exception):
+class CommandError(UserError):
     """A one-line error for the user: ``main`` prints it on stderr and exits 1."""
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from reverie.fsutil import ensure_private_dir as ensure_private_dir  # re-exported
+from reverie.agent_roots import AgentRoots
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -152,6 +152,11 @@ class Settings(BaseSettings):
         return cls(**values)
 
 
+#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
+#: own sessions are Reverie's model calls, never sessions to track or consolidate
+REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
+
+
 def project_key(workspace: Path) -> str:
     """A stable, readable directory name for a workspace: its name plus a short path hash."""
     resolved = str(workspace.expanduser().resolve())
@@ -248,8 +253,6 @@ class ProjectPaths:
         if s.memory_dir is not None and s.memory_dir_preset in ("custom", "reverie"):
             return s.memory_dir.expanduser()
         if s.memory_dir_preset == "claude-code":
-            from reverie.transcripts.agent_roots import AgentRoots
-
             projects = AgentRoots.for_home(s.agent_home).claude_projects
             return claude_project_dir(projects, str(self.workspace)) / "memory"
         return self.root / "memory"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -40,13 +39,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/bench/lsp.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 import orjson
 import psutil
 from lsprotocol import types
 from pytest_lsp.client import LanguageClient, make_test_lsp_client, register_lsp_features
 
+from bench import ingest
 from reverie.config import claude_project_slug
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.processes import support_env
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data" / "lsp"
@@ -64,19 +70,9 @@ NOTIFICATIONS = (
 )
 
 
-def _ingest_records():
-    """The synthetic Claude Code record stream of ``tests/bench/ingest.py``."""
-    spec = importlib.util.spec_from_file_location("reverie_bench_ingest", HERE / "ingest.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module.records
-
-
 def transcript_chunks(workspace: Path, seed: int, chunk_bytes: int) -> Iterator[bytes]:
     """Endless chunks of whole JSONL lines whose records name ``workspace`` as their cwd."""
-    records = _ingest_records()
+    records = ingest.records
     cwd = str(workspace)
     buffer: list[bytes] = []
     size = 0
@@ -362,10 +358,9 @@ def fake_llm(root: Path, in_process: bool) -> Iterator[str]:
     port_file = root / "fake-llm.port"
     port_file.unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reverie.testing.fake_llm", "--port-file", str(port_file),
-         "--slow", "0.25", "--responder", f"{Path(__file__).stem}:busy_model"],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(HERE),
-                                                                       os.environ.get("PYTHONPATH"))))},
+        [sys.executable, "-m", "support.fake_llm", "--port-file", str(port_file),
+         "--slow", "0.25", "--responder", "bench.lsp:busy_model"],
+        env=support_env(),
         stderr=subprocess.DEVNULL,
     )
     try:

@@ -26,10 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-EVAL_DIR = Path(__file__).resolve().parents[1] / "eval"
-sys.path.insert(0, str(EVAL_DIR))
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/bench/quality.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from eval_harness import PATHS, PathResult, pool, project_names, run_all  # noqa: E402
+from eval.eval_harness import PATHS, PathResult, pool, project_names, run_all
 
 
 def _pct(value: float | None) -> str:
@@ -102,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       keep=keep)
     llm = []
     if args.llm:
-        from eval_llm import llm_table, run_llm_all
+        from eval.eval_llm import llm_table, run_llm_all
 
         llm = run_llm_all(args.project or project_names(), keep=keep)
     if args.json:

@@ -29,8 +29,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/bench/redact.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from reverie.redact import redact
-from reverie.testing.secrets import pathological_lines
+from support.secrets import pathological_lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 TARGET_MB_S = 50.0

@@ -26,7 +26,6 @@ data goes to ``tests/bench/.data/scale/``, which git ignores).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -41,8 +40,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/bench/scale.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 import orjson
 import psutil
+
+from bench import ingest
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data" / "scale"
@@ -94,16 +100,6 @@ print(time.perf_counter() - began)
 """
 
 
-def _ingest() -> Any:
-    """``tests/bench/ingest.py`` as a module (its record generator)."""
-    spec = importlib.util.spec_from_file_location("reverie_bench_ingest", HERE / "ingest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 # --- generating sessions ----------------------------------------------------------------------
 
 
@@ -132,7 +128,7 @@ def variant_records(variant: str, seed: int, cwd: str, size_bytes: int) -> Itera
     commands = [f"pytest -q tests/test_{n}.py::test_case_{n % 97}" for n in range(3000)] + [
         f"npm run build -- --filter pkg-{n}" for n in range(1000)
     ]
-    for record in _ingest().records(seed):
+    for record in ingest.records(seed):
         if "cwd" in record:
             record["cwd"] = cwd
         kind = record.get("type")

@@ -20,13 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/bench/tokens.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from reverie.config import Settings
 from reverie.events import EventRecorder
 from reverie.session_memory.manager import SessionMemoryManager
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind, ToolResult, Usage
 from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.tokens import context_tokens
+from support.fake_llm import FakeLLMServer, FakeRequest, Step
 
 FIXTURE = (
     Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "codex" / "codemie-code"

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from eval_score import Labels, Score, expected_facts, load_labels, score_files
+from .eval_score import Labels, Score, expected_facts, load_labels, score_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 PATHS = ("notes", "dream", "sleep")
@@ -267,7 +267,7 @@ def _notes(sandbox: Sandbox, session_id: str, subprocess: bool,
 
 
 def _entry_count(files: dict[str, str]) -> int:
-    from eval_score import entries_of
+    from .eval_score import entries_of
 
     return sum(len(entries_of(text, name)) for name, text in files.items() if name != "MEMORY.md")
 

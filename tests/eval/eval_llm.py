@@ -2,7 +2,7 @@
 
 Same projects, same CLI runs as ``eval_harness`` (``reverie notes``, ``reverie dream --manual``
 after each session, ``reverie sleep --date D`` per day), but with ``REVERIE_PROVIDER=openai``
-pointed at ``reverie.testing.fake_llm.FakeLLMServer`` (real HTTP on 127.0.0.1). Two questions:
+pointed at ``support.fake_llm.FakeLLMServer`` (real HTTP on 127.0.0.1). Two questions:
 
 1. Do the prompts carry what a model needs? For each dream / REM request, from the request
    bodies the server recorded:
@@ -39,11 +39,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from eval_harness import Fixture, Sandbox, _environment, memory_files, run_cli
-from eval_score import GLOBAL_NOISE, Entry, entries_of, expected_facts
-
 from reverie.config import ProjectPaths, Settings
-from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step, ToolCallSpec
+
+from .eval_harness import Fixture, Sandbox, _environment, memory_files, run_cli
+from .eval_score import GLOBAL_NOISE, Entry, entries_of, expected_facts
 
 INVENTED_GITHUB = "ghp_Z9yX8wV7uT6sR5qP4oN3mL2kJ1iH0gF9eD8c"
 INVENTED_AWS = "AKIAZ7QW3ERT5YUI9OPL"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eval_scenario import (
+from .eval_scenario import (
     Bash,
     Clear,
     Continue,

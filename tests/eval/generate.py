@@ -17,11 +17,15 @@ import shutil
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+if __name__ == "__main__" and not __package__:
+    # run by hand (tests/eval/generate.py): tests/ replaces this folder on sys.path, as
+    # under pytest (pythonpath in pyproject.toml), so `support` and `eval` import alike
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from eval_projects import Project, all_projects  # noqa: E402
-from eval_scenario import iter_rendered  # noqa: E402
+from eval.eval_projects import Project, all_projects
+from eval.eval_scenario import iter_rendered
+
+HERE = Path(__file__).resolve().parent
 
 FIXTURES = HERE.parent / "fixtures" / "eval"
 

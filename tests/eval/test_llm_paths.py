@@ -7,15 +7,13 @@ the projects. Hard invariants are asserted as such; the rest are floors in one t
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval.eval_harness import project_names
+from eval.eval_llm import LlmResult, pooled, run_llm_all
 
-from eval_harness import project_names
-from eval_llm import LlmResult, pooled, run_llm_all
+# the module's tests share one run of the whole set (its fixture): one xdist worker runs them
+pytestmark = pytest.mark.xdist_group("eval-llm-paths")
 
 # path: (min share of runs whose brief carries: facts, evidence, previous memory, newer-wins
 #        rule, formerly-form rule, never-keep rule; max long index lines; max noise lines kept)

@@ -3,15 +3,10 @@ recall, 100% precision and no wrong claim; each kind of defect is caught."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from eval_harness import FIXTURES, memory_files, project_names
-from eval_score import Score, entries_of, expected_facts, load_labels, score_files
+from eval.eval_harness import FIXTURES, memory_files, project_names
+from eval.eval_score import Score, entries_of, expected_facts, load_labels, score_files
 
 
 def _score(name: str, files: dict[str, str]) -> Score:

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.conftest import TRANSCRIPTS
 
 from reverie.config import claude_project_slug
+from support.paths import TRANSCRIPTS
 
 CLAUDE = (TRANSCRIPTS / "claude-code/spotter-v2.1.39-subagents/"
           "-home-USER-projects-spotter-worktrees-spotter-dov/"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.hostile.swap import Swapper
 
+from hostile.swap import Swapper
 from reverie.memory.history import MemoryHistory, RunRecord, new_run_id
 from reverie.memory.transaction import MemoryTransaction, TransactionError, recover
 from reverie.tools.fs import ALL_TOOLS, execute_tool

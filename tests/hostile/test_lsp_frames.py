@@ -12,7 +12,8 @@ import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.hostile.raw_lsp import RawServer
+
+from hostile.raw_lsp import RawServer
 
 pytestmark = pytest.mark.e2e
 
@@ -162,9 +163,10 @@ def test_lifecycle_violations(workspace: Path, logs: Path) -> None:
     server = RawServer(workspace, logs)
     try:
         started = time.monotonic()
-        early = server.status(timeout=10)
+        early = server.status(timeout=25)
         assert early is not None and early["error"]["code"] == -32002
-        assert time.monotonic() - started < 5  # at once, not after a 30 s wait
+        # at once, not after a 30 s wait (the bound includes the server's start on a busy machine)
+        assert time.monotonic() - started < 20
         server.initialize()
         again = server.response(server.request("initialize", {"processId": None,
                                                              "capabilities": {}}))

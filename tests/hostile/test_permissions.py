@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import TRANSCRIPTS
+from support.paths import TRANSCRIPTS
 
 CLAUDE = next(TRANSCRIPTS.glob("claude-code/**/*.jsonl"))
 
@@ -41,11 +41,11 @@ def test_everything_reverie_creates_is_private_under_umask_022(tmp_path: Path) -
 import asyncio, os
 from pathlib import Path
 os.umask(0o022)
-from reverie.memory.session import MemoryWriteSession
+from reverie.memory.write import MemoryWriter
 memory = Path({str(memory)!r})
 
 async def run(text):
-    async with MemoryWriteSession(memory, source="manual", repair=False) as staged:
+    async with MemoryWriter().open(memory, source="manual", repair=False) as staged:
         (staged.path / "topics" / "nested").mkdir(parents=True, exist_ok=True)
         (staged.path / "topics" / "nested" / "deep.md").write_text(text)
         (staged.path / "MEMORY.md").write_text("# Memory\\n")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from reverie.memory.history import REF, HistoryError, MemoryHistory
-from reverie.memory.session import MemoryWriteSession, recover_memory_dir
 from reverie.memory.transaction import Journal, JournalOp, MemoryTransaction, TransactionError
+from reverie.memory.write import MemoryWriter
 
 TOPIC = "---\nname: Build\ndescription: how to build\ntype: project\n---\n\nBuild with make.\n"
 
@@ -30,7 +30,7 @@ def _one_run(memory: Path) -> None:
     (memory / "build.md").write_text(TOPIC)
 
     async def run() -> None:
-        async with MemoryWriteSession(memory, source="manual", repair=False) as staged:
+        async with MemoryWriter().open(memory, source="manual", repair=False) as staged:
             (staged.path / "build.md").write_text(TOPIC + "\nAlso: make test.\n")
 
     asyncio.run(run())
@@ -97,13 +97,13 @@ def test_a_tampered_journal_never_touches_anything_outside(tmp_path: Path, bad_p
         {"path": bad_path, "action": "write", "sha256": "0" * 64},
     ]})
     with pytest.raises(TransactionError) as info:
-        recover_memory_dir(memory)
+        MemoryWriter().recover(memory)
     message = str(info.value)
     assert "moved to" in message and "reverie undo" in message
     assert victim.read_text() == "keep me\n"
     assert not journal.exists(), "the bad journal is set aside so the next run can proceed"
     assert list((memory / ".reverie").glob("journal.broken-*.json"))
-    assert recover_memory_dir(memory) in (False, True)  # the next start is clean
+    assert MemoryWriter().recover(memory).anything in (False, True)  # the next start is clean
 
 
 def test_a_journal_with_a_traversing_txid_is_refused(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_a_journal_with_a_traversing_txid_is_refused(tmp_path: Path) -> None:
     _write_journal(memory, {"txid": "../../../staged", "ops": [
         {"path": "build.md", "action": "write", "sha256": "0" * 64}]})
     with pytest.raises(TransactionError, match="invalid transaction"):
-        recover_memory_dir(memory)
+        MemoryWriter().recover(memory)
     assert (memory / "build.md").read_text().endswith("make test.\n")
 
 
@@ -158,6 +158,6 @@ def test_a_stale_journal_completes_from_history_when_staging_is_gone(tmp_path: P
     tx.journal_path.write_text(journal.model_dump_json())
     import shutil
     shutil.rmtree(staging)
-    assert recover_memory_dir(memory)
+    assert MemoryWriter().recover(memory).anything
     assert (memory / "build.md").read_text().endswith("Stale but recoverable.\n")
     assert history.runs()[0].run_id == prepared.run_id

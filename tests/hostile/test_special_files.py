@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import TRANSCRIPTS
 
 from reverie.memory.lock import ConsolidationLock
 from reverie.transcripts.lines import BOM
 from reverie.transcripts.reader import TranscriptError, load_transcript
 from reverie.transcripts.tail import TranscriptTail
+from support.paths import TRANSCRIPTS
 
 CLAUDE = next(TRANSCRIPTS.glob("claude-code/**/*.jsonl"))
 CODEX = next(TRANSCRIPTS.glob("codex/**/*.jsonl"))
@@ -42,7 +42,7 @@ def test_a_fifo_as_the_lock_does_not_hang(tmp_path: Path, env: dict[str, str]) -
     lock = ConsolidationLock(memory)
     assert lock.read() == (None, None)
     with pytest.raises(OSError, match="not a regular file"):
-        lock.try_acquire()
+        lock.try_acquire(lambda: False)
     for args in (("lock", "--json"), ("history",), ("dream", "--json"), ("undo",)):
         done = reverie(*args, "--workspace", str(tmp_path), env=env)
         assert "Traceback" not in done.stderr, (args, done.stderr)
@@ -58,7 +58,7 @@ def test_a_fifo_as_the_lock_guard_does_not_hang(tmp_path: Path) -> None:
     os.mkfifo(memory / ".reverie" / "lock.guard")
     os.mkfifo(memory / ".reverie" / "lock-prior.json")
     with pytest.raises(OSError, match="not a regular file"):
-        ConsolidationLock(memory).try_acquire()
+        ConsolidationLock(memory).try_acquire(lambda: False)
 
 
 @pytest.mark.parametrize("command", ["transcript", "notes"])

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.hostile.swap import Swapper
 
+from hostile.swap import Swapper
 from reverie.memory import nofollow
 from reverie.memory.history import MemoryHistory
-from reverie.memory.session import MemoryWriteSession, TransactionError
 from reverie.memory.undo import undo_run
+from reverie.memory.write import MemoryWriter, TransactionError
 
 INDEX = "# Memory\n\n- [Build](build.md) - how to build\n"
 TOPIC = "---\nname: Build\ndescription: how to build\ntype: project\n---\n\nBuild with make.\n"
@@ -76,7 +76,7 @@ def test_apply_refuses_a_live_symlinked_dir_before_the_commit_point(tmp_path: Pa
     (memory / "sub").symlink_to(outside)
 
     async def run() -> None:
-        async with MemoryWriteSession(memory, source="manual", repair=False) as staged:
+        async with MemoryWriter().open(memory, source="manual", repair=False) as staged:
             (staged.path / "sub").mkdir()
             (staged.path / "sub" / "x.md").write_text("overwritten\n")
             (staged.path / "sub" / "new.md").write_text("created\n")
@@ -95,13 +95,13 @@ def test_undo_restores_what_an_apply_overwrote(tmp_path: Path) -> None:
     (memory / "notes" / "deep.md").write_text("hand written\n")
 
     async def run() -> None:
-        async with MemoryWriteSession(memory, source="manual", repair=False) as staged:
+        async with MemoryWriter().open(memory, source="manual", repair=False) as staged:
             (staged.path / "notes" / "deep.md").write_text("rewritten\n")
             (staged.path / "build.md").unlink()
 
     asyncio.run(run())
     assert (memory / "notes" / "deep.md").read_text() == "rewritten\n"
-    result = asyncio.run(undo_run(memory))
+    result = asyncio.run(undo_run(MemoryWriter(), memory))
     assert result.changes.touched == ["build.md", "notes/deep.md"]
     assert (memory / "notes" / "deep.md").read_text() == "hand written\n"
     assert (memory / "build.md").read_text() == TOPIC

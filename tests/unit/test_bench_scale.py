@@ -19,16 +19,15 @@ from types import ModuleType
 
 import pytest
 
-from reverie.testing.scripts import load_script
+from bench import scale as bench_scale
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
+# wall-clock growth exponents of whole CLI processes: measured on their own (pytest -m bench
+# -n 0), not beside another worker
+pytestmark = pytest.mark.bench
+
 MAX_EXPONENT = 1.3
 #: MB of peak RSS per MB of input
 MAX_RSS_SLOPE = {"notes": 2.0, "dream": 0.5, "sleep": 0.5}
-
-
-def _load() -> ModuleType:
-    return load_script(BENCH, "reverie_bench_scale")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +63,7 @@ PENDING: dict[str, str] = {}
     for job in ("notes", "dream", "sleep")
 ])
 def test_job_grows_linearly_in_time_and_memory(job: str, corpus_root: Path) -> None:
-    scale = _load()
+    scale = bench_scale
     exponent, slope, table = _series(scale, corpus_root, job)
     if exponent > MAX_EXPONENT or slope > MAX_RSS_SLOPE[job]:
         again, slope2, table2 = _series(scale, corpus_root, job)  # the files are reused
@@ -77,7 +76,7 @@ def test_generated_variants_are_what_they_claim(tmp_path: Path) -> None:
     from reverie.transcripts.reader import load_transcript
     from reverie.transcripts.stats import transcript_stats
 
-    scale = _load()
+    scale = bench_scale
     dense = tmp_path / "dense.jsonl"
     scale.write_session(dense, 1 << 20, "failures", 1, "/work/p")
     stats = transcript_stats(load_transcript(dense))

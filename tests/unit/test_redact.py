@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reverie import redact as module
 from reverie.redact import kinds, redact, redact_value
-from reverie.testing.secrets import pathological_lines, planted_secrets
+from support.secrets import pathological_lines, planted_secrets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
@@ -144,17 +144,18 @@ def test_idempotent(text: str) -> None:
 
 
 def test_fast_and_linear_on_long_text() -> None:
+    """CPU time, not wall-clock: what a neighbour on the machine takes does not count."""
     chunk = ORDINARY_CODE + "sk-" + "a" * 19 + " Bearer short " + "-----BEGIN PRIVATE KEY-----\n"
     text = chunk * 2_000  # ~1.4 MB of near-misses
-    started = time.perf_counter()
+    started = time.process_time()
     _, count = redact(text)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert count == 0
-    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s"
+    assert elapsed < 2.0, f"redaction took {elapsed:.2f}s of CPU"
     doubled = text * 2
-    started = time.perf_counter()
+    started = time.process_time()
     redact(doubled)
-    assert time.perf_counter() - started < elapsed * 4 + 0.5  # no quadratic blow-up
+    assert time.process_time() - started < elapsed * 4 + 0.5  # no quadratic blow-up
 
 
 def _redact_every_rule(text: str) -> tuple[str, int]:

@@ -15,11 +15,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import server_lock  # vscode-client/scripts (pythonpath in pyproject.toml)
 from pip._vendor.packaging.requirements import Requirement
 from pip._vendor.packaging.utils import canonicalize_name
 from pip._vendor.packaging.version import Version
-
-from reverie.testing.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "vscode-client"
@@ -28,9 +27,6 @@ HELPER = CLIENT / "scripts" / "server_lock.py"
 VENDOR = CLIENT / "scripts" / "vendor-server.mjs"
 PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
 TARGETS = ["linux-x64", "linux-arm64", "darwin-arm64", "win32-x64"]
-
-server_lock = load_script(HELPER, "reverie_server_lock")
-
 
 def _fake_hash(seed: str) -> str:
     return (seed.encode().hex() * 64)[:64]
@@ -231,12 +227,13 @@ def test_vendoring_a_foreign_target_from_the_lock(tmp_path: Path) -> None:
     tags = [line for wheel in libs.rglob("*.dist-info/WHEEL")
             for line in wheel.read_text(encoding="utf-8").splitlines() if line.startswith("Tag:")]
     assert tags and all(t.endswith((platform_tag, "-none-any")) for t in tags), tags
-    assert not (libs / "py" / "reverie" / "testing").exists()
+    # the test doubles live in tests/support, so nothing of them can reach the bundle
+    assert not list(libs.rglob("fake_llm.py"))
     # the server is the repository's own sources, not a build of them (no unpinned setuptools)
     sources = ROOT / "server" / "reverie"
     for source in sources.rglob("*.py"):
         relative = source.relative_to(sources)
-        if relative.parts[0] != "testing" and "__pycache__" not in relative.parts:
+        if "__pycache__" not in relative.parts:
             assert (libs / "py" / "reverie" / relative).read_bytes() == source.read_bytes()
     assert not list((libs / "py").glob("reverie-*.dist-info"))
     assert server_lock.verify(libs, server_lock.read_lock(LOCK), {"google-re2"},

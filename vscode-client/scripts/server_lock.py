@@ -253,8 +253,6 @@ def verify(libs: Path, pins: list[Pin], optional: set[str], target: Target,
     manifest = json.loads((libs / "MANIFEST.json").read_text(encoding="utf-8"))
     skipped = manifest.get("optionalSkipped", {})
     problems = []
-    if (libs / "py" / "reverie" / "testing").exists():
-        problems.append("reverie/testing (test doubles) is bundled")
     for python in pythons:
         tag = "cp" + python.replace(".", "")
         found: dict[str, Installed] = {}

@@ -172,7 +172,7 @@ if (purePins.some((pin) => pin === undefined)) {
 // day, the one thing in the bundle no hash would cover.
 fs.cpSync(path.join(repo, 'server', 'reverie'), path.join(libs, 'py', 'reverie'), {
   recursive: true,
-  filter: (source) => !/[\\/](__pycache__|testing)$/.test(source) && !source.endsWith('.pyc'),
+  filter: (source) => !/[\\/]__pycache__$/.test(source) && !source.endsWith('.pyc'),
 });
 pip(['install', ...HASHED, '--no-compile', '--no-index', '--find-links', wheels(tagOf(bundled[0])), '--find-links', wheels('any'),
   '--implementation', 'py', '--python-version', bundled[0], '--platform', 'any',
@@ -239,9 +239,7 @@ if (bundledTags.length > 1) {
   }
 }
 
-// 4. Drop what a runtime never needs (test doubles such as the fake LLM server included);
-//    record what was bundled.
-fs.rmSync(path.join(libs, 'py', 'reverie', 'testing'), { recursive: true, force: true });
+// 4. Drop what a runtime never needs (console scripts, bytecode caches); record what was bundled.
 for (const dir of fs.readdirSync(libs)) {
   fs.rmSync(path.join(libs, dir, 'bin'), { recursive: true, force: true });
 }

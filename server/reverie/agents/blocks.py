@@ -14,10 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from reverie.errors import UserError
+
 CommentStyle = Literal["html", "hash"]
 
 
-class BlockError(Exception):
+class BlockError(UserError):
     """The file's managed block is damaged (unbalanced or repeated markers)."""
 
 

@@ -34,15 +34,7 @@ from reverie.agents.edits import (
     set_yaml_read,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
-from reverie.agents.ledger import (
-    AGENTS,
-    AgentName,
-    Connection,
-    FileRecord,
-    Scope,
-    load_ledger,
-    save_ledger,
-)
+from reverie.agents.ledger import Connection, FileRecord, Scope, load_ledger, save_ledger
 from reverie.agents.results import (
     ConnectedFile,
     ConnectionInfo,
@@ -53,14 +45,16 @@ from reverie.agents.results import (
 )
 from reverie.agents.specs import Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_bytes
+from reverie.types import CONNECTABLE_AGENTS as AGENTS
+from reverie.types import ConnectableAgent, connectable_name
 
 logger = logging.getLogger(__name__)
 
 
-class ConnectError(ValueError):
-    """A one-line reason why nothing was written (a ``ValueError``: the server's commands
-    report those as a failed request)."""
+class ConnectError(UserError):
+    """A one-line reason why nothing was written (the front ends show it as a refusal)."""
 
 
 @dataclass(slots=True)
@@ -78,7 +72,7 @@ class _Change:
         return self.before != self.after
 
 
-def check_agent(agent: str) -> AgentName:
+def check_agent(agent: str) -> ConnectableAgent:
     for name in AGENTS:
         if agent == name:
             return name
@@ -313,7 +307,7 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
     return _Change(record, before, after)
 
 
-def _found_in_files(agent: AgentName, ws: Path, settings: Settings) -> Connection | None:
+def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Connection | None:
     """Without a ledger entry: Reverie's blocks and hooks still found in the agent's files."""
     for scope in ("personal", "project"):
         scope_: Scope = "personal" if scope == "personal" else "project"
@@ -358,8 +352,8 @@ def _remove_created_dirs(record: FileRecord) -> None:
 # -- shared -----------------------------------------------------------------------------------
 
 
-def _result(agent: AgentName, ws: Path, the_plan: Plan, changes: list[_Change], dry_run: bool,
-            notes: list[str]) -> ConnectResult:
+def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[_Change],
+            dry_run: bool, notes: list[str]) -> ConnectResult:
     files = []
     diff: list[str] = []
     for change in changes:
@@ -451,7 +445,7 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
         )
         for c in ledger.for_workspace(ws)
     ]
-    detected: list[AgentName] = []
+    detected: list[ConnectableAgent] = []
     if detect:
         from reverie.transcripts.discovery import discover_sessions
 
@@ -460,8 +454,8 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
                              connections=infos, detected=detected)
 
 
-def agents_of(transcript_agents: Iterable[str]) -> list[AgentName]:
+def agents_of(transcript_agents: Iterable[str]) -> list[ConnectableAgent]:
     """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``; Kilo
     Code is not connectable)."""
-    seen = {"gemini" if name == "gemini-cli" else name for name in transcript_agents}
+    seen = {connectable_name(name) for name in transcript_agents}
     return [a for a in AGENTS if a in seen]

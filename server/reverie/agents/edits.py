@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from reverie.agents.blocks import BlockError, newline_of, remove_block, upsert_block
+from reverie.errors import UserError
 
 #: how Reverie's hook commands are recognised in a settings file
 HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start)\b")
 
 
-class EditError(Exception):
+class EditError(UserError):
     """A file cannot be edited safely (its shape is not one Reverie can change reversibly)."""
 
 

@@ -16,14 +16,11 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from reverie.fsutil import atomic_write_text
-from reverie.memory.lock import state_dir
+from reverie.memory.paths import state_dir
+from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
 
-AgentName = Literal["claude-code", "codex", "gemini", "aider",
-                    "copilot-chat", "cline", "roo-code", "continue"]
-AGENTS: tuple[AgentName, ...] = ("claude-code", "codex", "gemini", "aider",
-                                 "copilot-chat", "cline", "roo-code", "continue")
 Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
@@ -54,7 +51,7 @@ class FileRecord(BaseModel):
 
 
 class Connection(BaseModel):
-    agent: AgentName
+    agent: ConnectableAgent
     workspace: str
     scope: Scope
     mode: Mode

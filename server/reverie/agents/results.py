@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from reverie.agents.ledger import AgentName, Mode, Role, Scope
+from reverie.agents.ledger import Mode, Role, Scope
+from reverie.types import ConnectableAgent
 
 FileAction = Literal["create", "update", "delete", "unchanged"]
 FileState = Literal["ok", "missing", "block-missing", "damaged", "symlink"]
@@ -22,7 +23,7 @@ class FileChange(BaseModel):
 class ConnectResult(BaseModel):
     """What ``connect`` / ``disconnect`` did (or, with ``dry_run``, would do)."""
 
-    agent: AgentName
+    agent: ConnectableAgent
     workspace: str
     scope: Scope
     mode: Mode
@@ -45,7 +46,7 @@ class ConnectedFile(BaseModel):
 
 
 class ConnectionInfo(BaseModel):
-    agent: AgentName
+    agent: ConnectableAgent
     scope: Scope
     mode: Mode
     connected_at: datetime
@@ -57,7 +58,7 @@ class ConnectionsResult(BaseModel):
     memory_dir: str
     connections: list[ConnectionInfo] = Field(default_factory=list)
     #: agents with transcripts for this workspace
-    detected: list[AgentName] = Field(default_factory=list)
+    detected: list[ConnectableAgent] = Field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -38,8 +38,9 @@ from pathlib import Path
 
 from reverie.agents.blocks import CommentStyle
 from reverie.agents.edits import HookEntry
-from reverie.agents.ledger import AgentName, EditKind, Mode, Role, Scope
+from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
+from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class PlannedEdit:
 
 @dataclass(slots=True)
 class Plan:
-    agent: AgentName
+    agent: ConnectableAgent
     scope: Scope
     mode: Mode
     memory_dir: Path
@@ -76,7 +77,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-def block_id(agent: AgentName, workspace: Path) -> str:
+def block_id(agent: ConnectableAgent, workspace: Path) -> str:
     return f"{agent} {project_key(workspace)}"
 
 
@@ -198,7 +199,7 @@ def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool) 
 # -- plans ------------------------------------------------------------------------------------
 
 
-def plan(agent: AgentName, workspace: Path, scope: Scope, settings: Settings) -> Plan:
+def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings) -> Plan:
     """What connecting ``agent`` for ``workspace`` at ``scope`` writes."""
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     bid = block_id(agent, workspace)
@@ -302,7 +303,7 @@ def _continue_dir(settings: Settings) -> Path:
         settings.agent_home / ".continue")
 
 
-def _rules_file(agent: AgentName, workspace: Path, scope: Scope, settings: Settings,
+def _rules_file(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
                 memory_dir: Path, bid: str) -> Plan:
     """A labelled copy of MEMORY.md in a file of Reverie's own where the agent reads rules:
     nothing of the user's is edited, and disconnect removes the file again."""

@@ -98,6 +98,7 @@ def _build(base: Path) -> dict[str, Any]:
     from reverie.dream.runner import DreamRequest, DreamRunner
     from reverie.memory.history import MemoryHistory
     from reverie.samples import install_samples
+    from reverie.services.wiring import memory_writer
 
     agent_home, data_dir, workspace = base / "agent-home", base / "data", base / "workspace"
     for path in (agent_home, data_dir, workspace):
@@ -106,7 +107,7 @@ def _build(base: Path) -> dict[str, Any]:
                         provider="offline")
     installed = install_samples(agent_home, workspace, demo_project=True)
     notes = asyncio.run(_notes(settings, workspace))
-    runner = DreamRunner(settings)
+    runner = DreamRunner(settings, writer=memory_writer())
     result = asyncio.run(runner.run(DreamRequest(
         workspace=workspace, manual=True,
         extra="Demo run over the bundled sample sessions.",

@@ -37,10 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.services.wiring import memory_writer
 
     settings = load_settings()
     workspace = resolve_workspace(args)
-    runner = DreamRunner(settings, job_event_logger(logger))
+    runner = DreamRunner(settings, job_event_logger(logger), writer=memory_writer())
     request = DreamRequest(workspace=workspace, manual=args.manual, extra=args.extra,
                            logs=args.logs)
     result = asyncio.run(runner.run(request))

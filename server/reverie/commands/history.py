@@ -51,18 +51,18 @@ def format_run(record: RunRecord) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reverie.memory.history import HistoryError, MemoryHistory
+    from reverie.errors import UserError
+    from reverie.services.memory import memory_run_diff, memory_runs
 
     settings = load_settings()
     workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
-    history = MemoryHistory(memory_dir)
     try:
         if args.diff is not None:
-            print(history.diff(args.diff or None), end="")
+            print(memory_run_diff(memory_dir, args.diff or None), end="")
             return 0
-        runs = history.runs()
-    except HistoryError as exc:
+        runs = [entry.record for entry in memory_runs(memory_dir)]
+    except UserError as exc:
         return fail(str(exc))
     if args.json:
         print(json.dumps({"memory_dir": str(memory_dir), "runs": [run_json(r) for r in runs]},

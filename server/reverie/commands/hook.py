@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> dict[str, object] | None:
     from pydantic import ValidationError
 
-    from reverie.agents.compaction import HookSkip, parse_hook_input, pre_compact, session_start
     from reverie.config import Settings
+    from reverie.services.hooks import HookSkip, parse_hook_input, pre_compact, session_start
 
     try:
         hook = parse_hook_input(sys.stdin.buffer.read())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
 
 from reverie.cli import add_workspace_argument, fail, load_settings, resolve_workspace
 from reverie.config import ProjectPaths
@@ -24,29 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reverie.memory.lock import ConsolidationLock, lock_status
-    from reverie.transcripts.discovery import current_session, sessions_touched_since
+    from reverie.errors import UserError
+    from reverie.services.memory import memory_lock_status
+    from reverie.services.sessions import current_session_id
 
     settings = load_settings()
     workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
-        last = ConsolidationLock(memory_dir).last_consolidated_at()
-    except OSError as exc:
-        return fail(f"cannot read the lock of {memory_dir}: {exc}")
-    current = current_session(workspace, settings.agent_home)
-    try:
-        since = sessions_touched_since(
-            workspace, settings.agent_home, last or datetime.fromtimestamp(0, UTC),
-            exclude_session_id=current.session_id if current else None,
-        )
-        count: int | None = len(since)
-    except OSError:
-        count = None
-    status = lock_status(memory_dir, sessions_since=count, min_hours=settings.dream_min_hours,
-                         min_sessions=settings.dream_min_sessions,
-                         enabled=settings.dream_enabled, remote_mode=settings.remote_mode,
-                         auto_memory=settings.auto_memory_enabled)
+        status = memory_lock_status(settings, workspace, memory_dir,
+                                    current_session_id=current_session_id(settings, workspace))
+    except UserError as exc:
+        return fail(str(exc))
     if args.json:
         print(json.dumps(status.model_dump(), indent=2))
         return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from reverie.cli import add_workspace_argument, load_settings, resolve_workspace
-from reverie.transcripts.listing import session_rows
+from reverie.services.sessions import list_sessions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args)
     agent_home = (args.agent_home or load_settings().agent_home).expanduser()
     notes: list[str] = []
-    rows = session_rows(workspace, agent_home, _skipped, notes=notes)
+    rows = list_sessions(workspace, agent_home, _skipped, notes=notes)
     _print_notes(notes)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")

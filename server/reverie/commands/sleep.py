@@ -47,6 +47,7 @@ def format_report(report: SleepReport) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from reverie.llm.errors import LLMError
+    from reverie.services.wiring import memory_writer
     from reverie.sleep.cycle import SleepCycle
 
     workspace = resolve_workspace(args)
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
             return fail(f"--date must be YYYY-MM-DD, got {args.date!r}")
     settings = load_settings()
     try:
-        report = asyncio.run(SleepCycle(settings).run(workspace, review_date))
+        cycle = SleepCycle(settings, writer=memory_writer())
+        report = asyncio.run(cycle.run(workspace, review_date))
     except LLMError as exc:
         return fail(str(exc))
     except OSError as exc:  # a full disk, a read-only data dir: every write is atomic, so the

@@ -1,6 +1,9 @@
-"""Restore the memory dir to what it was before a run (default: the latest); recorded as a run.
+"""Restore the memory dir to what it was before a run; recorded as a run of its own.
 
-``reverie undo [RUN_ID] [--workspace DIR] [--json]``. ``--json`` prints the new undo run.
+``reverie undo [RUN_ID] [--redo] [--workspace DIR] [--json]``. Without ``RUN_ID`` it undoes the
+latest dream or sleep run still in effect; ``--redo`` undoes the latest undo still in effect
+(the editor's Undo / Redo Last Dream: ``reverie.services.memory``). ``--json`` prints the new
+undo run.
 """
 
 from __future__ import annotations
@@ -16,28 +19,29 @@ from reverie.config import ProjectPaths
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID",
-                        help="the run to undo (an id or unique prefix; default: the latest)")
+                        help="the run to undo (an id or unique prefix; default: the latest "
+                             "dream or sleep run still in effect)")
+    parser.add_argument("--redo", action="store_true",
+                        help="undo the latest undo still in effect (redo what it undid)")
     add_workspace_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the undo run as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from reverie.memory.history import HistoryError
-    from reverie.memory.lock import LockBusy
-    from reverie.memory.transaction import TransactionError
-    from reverie.memory.undo import undo_run
+    from reverie.errors import UserError
+    from reverie.services.memory import undo
+    from reverie.services.wiring import memory_writer
 
+    if args.run_id is not None and args.redo:
+        return fail("give either RUN_ID or --redo, not both")
     settings = load_settings()
     workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
-        result = asyncio.run(undo_run(memory_dir, args.run_id))
-    except HistoryError as exc:
+        outcome = asyncio.run(undo(memory_writer(), memory_dir, args.run_id, redo=args.redo))
+    except UserError as exc:
         return fail(str(exc))
-    except LockBusy:
-        return fail("another process is consolidating this memory dir (lock_busy); try again")
-    except (OSError, TransactionError) as exc:
-        return fail(f"undo failed, memory unchanged: {exc}")
+    result = outcome.result
     record = result.record
     if args.json:
         print(json.dumps({"memory_dir": str(memory_dir),

@@ -15,15 +15,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from reverie.curation.brief import candidate_lines, candidates_section, rules_section
 from reverie.dream.offline import SessionSource
+from reverie.errors import ReverieError
 from reverie.events import EventSink, JobEvent
+from reverie.llm.structured import complete_json, schema_prompt
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_LINES, visible_files
 from reverie.redact import redact
 from reverie.sleep.render import render_session
 from reverie.tools.gate import PathGate
-from reverie.tools.no_tools import MemoryChanges, apply_changes, complete_json, schema_prompt
+from reverie.tools.no_tools import FileChange, apply_changes
 from reverie.transcripts.model import Usage
 
 #: what the brief may spend on the sessions and on the current memory (characters)
@@ -37,7 +41,16 @@ SYSTEM = (
 )
 
 
-class NoToolsRejected(ValueError):
+class MemoryChanges(BaseModel):
+    """The dream's no-tools result: files to write or delete, and a one-line summary."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: str = ""
+    changes: list[FileChange] = Field(default_factory=list, max_length=40)
+
+
+class NoToolsRejected(ReverieError, ValueError):
     """The model's changes were not applied (a denied path, a failed write)."""
 
 

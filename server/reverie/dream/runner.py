@@ -35,14 +35,9 @@ from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToo
 from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ProgressCallback, ToolSpec
 from reverie.memory.dates import normalise_dates
 from reverie.memory.lock import ConsolidationLock, LockBusy
-from reverie.memory.session import (
-    MemoryValidationError,
-    MemoryWriteSession,
-    StagedMemory,
-    recover_memory_dir,
-)
 from reverie.memory.store import visible_files
 from reverie.memory.transaction import TransactionError, check_memory_dir
+from reverie.memory.write import MemoryValidationError, MemoryWriter, StagedMemory
 from reverie.redact import redact
 from reverie.transcripts.discovery import SessionRef, current_session, sessions_touched_since
 from reverie.transcripts.model import Usage
@@ -194,8 +189,12 @@ class DreamRunner:
         throttle: ScanThrottle | None = None,
         run: Runner | None = None,
         abort: Callable[[], Awaitable[None]] | None = None,
+        writer: MemoryWriter | None = None,
     ) -> None:
+        """``writer``: how memory is written (``services.wiring.memory_writer()`` in the
+        front ends; a plain ``MemoryWriter()``, no after-apply hooks, when not given)."""
         self.settings = settings
+        self.writer = writer or MemoryWriter()
         self.events = events
         self.client_factory = client_factory or _default_client_factory
         self.throttle = throttle or ScanThrottle()
@@ -268,7 +267,7 @@ class DreamRunner:
             return self._skip(result, reason, manual)
         try:
             check_memory_dir(memory_dir)
-            await asyncio.to_thread(recover_memory_dir, memory_dir)
+            await asyncio.to_thread(self.writer.recover, memory_dir)
         except (OSError, TransactionError) as exc:
             return self._fail(result, f"memory dir unusable: {exc}", manual)
         last = ConsolidationLock(memory_dir).last_consolidated_at()
@@ -340,7 +339,7 @@ class DreamRunner:
         result: DreamResult,
     ) -> DreamResult:
         manual = request.manual
-        session = MemoryWriteSession(
+        session = self.writer.open(
             memory_dir, source="manual" if manual else "auto",
             sessions=[r.session_id for r in refs],
         )
@@ -488,8 +487,8 @@ class DreamRunner:
                           client: ModelClient, job_id: str, gate: Any, read_roots: list[Path],
                           notes: list[Path], extra: str) -> _Outcome:
         """The tool loop, or the structured no-tools form when the model cannot call tools."""
+        from reverie.llm.capabilities import choose_mode, remember_no_tools
         from reverie.tools.loop import run_tool_loop
-        from reverie.tools.no_tools import choose_mode, remember_no_tools
 
         memory_dir = staged.live_dir
         redacting = _RedactingClient(client)

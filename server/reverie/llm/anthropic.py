@@ -19,7 +19,7 @@ from reverie.llm.http import HttpModelClient
 from reverie.llm.stream import AnthropicStreamAssembler, StreamAssembler
 from reverie.llm.structured import schema_for, schema_name
 from reverie.llm.types import ChatMessage, ModelReply, StopReason, ToolCallRequest, ToolSpec
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MODEL = "claude-sonnet-4-5"

@@ -35,7 +35,7 @@ from reverie.llm.http import HttpModelClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.structured import parse_reply
 from reverie.llm.types import ChatMessage, ModelClient
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 logger = logging.getLogger(__name__)
 

@@ -13,13 +13,16 @@ yet". Each CLI run and each job builds its own client, which is why this is not 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from reverie.config import CLI_PROVIDERS, Settings
 from reverie.fsutil import atomic_write_text
+from reverie.llm.types import ModelClient
 
 logger = logging.getLogger(__name__)
 
@@ -88,3 +91,27 @@ class CapabilityStore:
 def store_for(data_dir: Path) -> CapabilityStore:
     """The store in ``data_dir`` (read now; writes go there as facts are learned)."""
     return CapabilityStore(data_dir / FILE_NAME)
+
+
+#: how a job talks to its model: tool calls, or the structured no-tools form
+Mode = Literal["tools", "no_tools"]
+
+
+def choose_mode(client: ModelClient, settings: Settings) -> Mode:
+    """Tools unless configured off, the client is a coding-agent CLI, or the endpoint has been
+    seen refusing tools for this model."""
+    if settings.tool_calling == "off" or client.provider in CLI_PROVIDERS:
+        return "no_tools"
+    if settings.tool_calling == "on":
+        return "tools"
+    return "no_tools" if getattr(client, "supports_tools", None) is False else "tools"
+
+
+async def remember_no_tools(client: ModelClient) -> None:
+    """Record that ``client``'s model cannot call tools (HTTP clients keep a capability store;
+    wrappers expose the client they wrap as ``inner``)."""
+    inner = getattr(client, "inner", client)
+    store = getattr(inner, "capabilities", None)
+    base_url = getattr(inner, "base_url", None)
+    if isinstance(store, CapabilityStore) and isinstance(base_url, str):
+        await asyncio.to_thread(store.set_tools, base_url, inner.model, False)

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from reverie.config import REVERIE_CLI_WORKDIR as WORKDIR_NAME
 from reverie.llm.errors import (
     LLMAuthError,
     LLMBadResponseError,
@@ -56,18 +57,21 @@ from reverie.llm.errors import (
     LLMServerError,
     LLMTimeoutError,
 )
-from reverie.llm.structured import complete_structured
+from reverie.llm.structured import (
+    complete_structured,
+    extract_json_object,
+    schema_prompt,
+    strip_terminal,
+)
 from reverie.llm.types import ChatMessage, ModelReply, ProgressCallback, ToolSpec
 from reverie.redact import redact
-from reverie.transcripts.discovery import REVERIE_CLI_WORKDIR as WORKDIR_NAME
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 logger = logging.getLogger(__name__)
 
 CliProvider = Literal["claude-code-cli", "codex-cli", "gemini-cli"]
 GEMINI_PROMPT_FLAG = "Follow the instructions given on standard input."
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _LOGGED_OUT = re.compile(
     r"not (?:logged|signed) in|please (?:log|sign) ?in|/login|invalid api key|"
     r"authenticat(?:e|ion) (?:required|failed)|unauthori[sz]ed|no credentials|auth.*expired|"
@@ -166,7 +170,7 @@ def find_binary(spec: CliSpec, configured: str | None) -> str:
 
 
 def _clean(text: str) -> str:
-    return _ANSI.sub("", text)
+    return strip_terminal(text)
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
@@ -369,8 +373,6 @@ class CliAgentClient:
         offered: jobs use the no-tools form with this client."""
         if output_schema is None:
             return await self._once(messages, system)
-        from reverie.tools.no_tools import extract_json_object, schema_prompt
-
         instructions = (system + "\n\n" if system else "") + schema_prompt(output_schema)
         return await complete_structured(
             lambda msgs: self._once(msgs, instructions), messages, output_schema,

@@ -6,8 +6,10 @@ The text never contains the API key: every message built from a server response 
 
 from __future__ import annotations
 
+from reverie.errors import ReverieError, UserError
 
-class LLMError(Exception):
+
+class LLMError(ReverieError):
     """A model call failed. ``str(err)`` is a sentence fit for a notification."""
 
     retryable: bool = False
@@ -30,11 +32,11 @@ class LLMError(Exception):
         return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
 
 
-class LLMConfigError(LLMError):
+class LLMConfigError(LLMError, UserError):
     """The provider is not usable as configured (no key, unknown provider, bad URL)."""
 
 
-class LLMAuthError(LLMError):
+class LLMAuthError(LLMError, UserError):
     """401 / 403: the key is missing, wrong or lacks access."""
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from reverie.llm.errors import StructuredOutputError
 from reverie.llm.types import ChatMessage, ModelReply, ProgressCallback, ToolSpec
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]{2,}")

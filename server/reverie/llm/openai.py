@@ -19,7 +19,7 @@ from reverie.llm.http import HttpModelClient
 from reverie.llm.stream import OpenAIStreamAssembler, StreamAssembler, tool_call_from_text
 from reverie.llm.structured import schema_for, schema_name
 from reverie.llm.types import ChatMessage, ModelReply, StopReason, ToolCallRequest, ToolSpec
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4.1-mini"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reverie.llm.types import ModelReply, StopReason, ToolCallRequest
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 #: characters per token when counting what a stream generated (usage arrives only at the end)
 CHARS_PER_TOKEN = 4

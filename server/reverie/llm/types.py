@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 
 class ToolCallRequest(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reverie.config import ModelPrice
-from reverie.transcripts.model import Usage
+from reverie.types import Usage
 
 
 def cost_of(usage: Usage, price: ModelPrice) -> float:

@@ -1,14 +1,13 @@
-"""Thin adapters between a ``WorkspaceTracker`` and the core jobs: session memory, dream and
-the lock status. Each core job reports through an ``EventSink`` that the job registry tags.
+"""Thin adapters between a workspace folder and the core jobs: session memory and dream. Each
+core job reports through an ``EventSink`` that the job registry tags. They depend on the narrow
+contexts of ``reverie.lsp.context``, never on the server or tracker classes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,118 +17,18 @@ from reverie.events import JobEvent
 from reverie.lsp.jobs import Job, JobResult
 
 if TYPE_CHECKING:
-    from reverie.background import Runner
-    from reverie.lsp.server import ReverieLanguageServer
-    from reverie.lsp.tracking import WorkspaceTracker
-    from reverie.memory.lock import LockStatus
-    from reverie.session_memory.source import TranscriptConversation
+    from reverie.lsp.context import ServerContext, WorkspaceContext
     from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
     from reverie.transcripts.model import Session
 
 logger = logging.getLogger(__name__)
 
-#: sessions whose digests are kept (a digest is a few hundred bytes per message)
-MAX_TRACKED_SESSIONS = 16
-
-
-@dataclass
-class _Tracked:
-    session: Session
-    digests: list[MessageDigest]
-    ids: set[str] = field(default_factory=set)
-
-
-class ConversationDigests:
-    """Message digests of recently active sessions: all the server keeps of a conversation.
-
-    Filled from the transcript (read and parsed in the parse worker process) on a session's first
-    append, then extended by appended digests (cost proportional to the append); least recently
-    used sessions are dropped and read again if they become active again. The messages
-    themselves are read from the transcript only when an extraction runs
-    (``session_memory.source.TranscriptConversation``).
-    """
-
-    def __init__(
-        self, run: Runner, job_run: Runner | None = None, size: int = MAX_TRACKED_SESSIONS
-    ) -> None:
-        self._run = run
-        self._job_run = job_run
-        self._size = size
-        self._sessions: OrderedDict[str, _Tracked] = OrderedDict()
-
-    async def extend(
-        self, ref: SessionRef, session: Session, appended: list[MessageDigest]
-    ) -> tuple[TranscriptConversation, bool]:
-        """The whole conversation, and whether ``appended`` brought anything not seen before
-        (the same messages can be reported twice, e.g. a pushed chat and then its transcript)."""
-        key = _key(ref)
-        tracked = self._sessions.get(key)
-        fresh = tracked is None
-        if tracked is None:
-            try:
-                _session, digests, ids = await self._read(ref)
-            except Exception as exc:  # unreadable now: start from what was appended
-                logger.warning("cannot read %s: %s", ref.path, exc)
-                digests, ids = [], set()
-            tracked = _Tracked(session, digests, ids)
-            self._put(key, tracked)
-        tracked.session = session
-        new = [d for d in appended if d.id not in tracked.ids]
-        tracked.digests.extend(new)
-        tracked.ids.update(d.id for d in new)
-        self._sessions.move_to_end(key)
-        return self._conversation(ref, tracked), fresh or bool(new)
-
-    async def get(self, ref: SessionRef) -> tuple[Session, TranscriptConversation]:
-        key = _key(ref)
-        tracked = self._sessions.get(key)
-        if tracked is None:
-            session, digests, ids = await self._read(ref)
-            tracked = _Tracked(session, digests, ids)
-            self._put(key, tracked)
-        self._sessions.move_to_end(key)
-        return tracked.session, self._conversation(ref, tracked)
-
-    def _conversation(self, ref: SessionRef, tracked: _Tracked) -> TranscriptConversation:
-        from reverie.session_memory.source import TranscriptConversation
-
-        return TranscriptConversation(
-            ref.path, ref.session_id, tracked.digests, self._run, self._job_run
-        )
-
-    async def _read(self, ref: SessionRef) -> tuple[Session, list[MessageDigest], set[str]]:
-        """The session's digests, read in the worker process, unpacked in a background thread
-        (``digest.pack_digests``: nothing long-running on the event loop)."""
-        from reverie.background import run_in_background
-        from reverie.session_memory.source import load_packed_digests
-
-        session, packed = await self._run(load_packed_digests, ref.path, ref.session_id)
-        digests, ids = await run_in_background(_unpack, packed)
-        return session, digests, ids
-
-    def _put(self, key: str, tracked: _Tracked) -> None:
-        self._sessions[key] = tracked
-        while len(self._sessions) > self._size:
-            self._sessions.popitem(last=False)
-
-
-def _unpack(packed: list[bytes]) -> tuple[list[MessageDigest], set[str]]:
-    from reverie.transcripts.digest import unpack_digests
-
-    digests = unpack_digests(packed)
-    return digests, {d.id for d in digests}
-
-
-def _key(ref: SessionRef) -> str:
-    return f"{ref.path}::{ref.session_id}"
-
-
 # --- session memory ------------------------------------------------------------------------------
 
 
 def session_memory_sink(
-    server: ReverieLanguageServer, tracker: WorkspaceTracker | None = None
+    server: ServerContext, tracker: WorkspaceContext | None = None
 ) -> Callable[[JobEvent], None]:
     """The manager's ``EventSink``: a session's events belong to its running extraction job.
 
@@ -185,13 +84,13 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def _tracker_of(server: ReverieLanguageServer, event: JobEvent) -> WorkspaceTracker | None:
+def _tracker_of(server: ServerContext, event: JobEvent) -> WorkspaceContext | None:
     path = event.payload.get("notes_path") or event.payload.get("path")
     return server.tracker_for_path(Path(path)) if path else None
 
 
 async def feed_session_memory(
-    tracker: WorkspaceTracker, ref: SessionRef, session: Session, appended: list[MessageDigest]
+    tracker: WorkspaceContext, ref: SessionRef, session: Session, appended: list[MessageDigest]
 ) -> None:
     """Appended messages: the manager applies the thresholds and starts an extraction if due."""
     server = tracker.server
@@ -200,7 +99,7 @@ async def feed_session_memory(
         await server.session_memory().on_conversation(session, conversation, tracker.folder)
 
 
-def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
+def forced_extraction(tracker: WorkspaceContext, ref: SessionRef) -> Job:
     """``reverie.server.updateNotes``: an extraction now, whatever the thresholds say."""
     server = tracker.server
     running = server.jobs.active_for("session_memory", ref.session_id)
@@ -231,77 +130,10 @@ def forced_extraction(tracker: WorkspaceTracker, ref: SessionRef) -> Job:
     )
 
 
-# --- lock status ---------------------------------------------------------------------------------
-
-
-async def compute_lock_status(tracker: WorkspaceTracker) -> LockStatus:
-    """Exactly what ``reverie lock --json`` reports for this workspace (same computation)."""
-    from reverie.memory.lock import ConsolidationLock, lock_status
-    from reverie.transcripts.discovery import sessions_touched_since
-
-    s = tracker.settings
-    memory_dir = tracker.memory_dir
-    exclude = tracker.current.session_id if tracker.current else None
-
-    def compute() -> LockStatus:
-        last = ConsolidationLock(memory_dir).last_consolidated_at()
-        since = last or datetime.fromtimestamp(0, UTC)
-        try:
-            count: int | None = len(
-                sessions_touched_since(tracker.folder, s.agent_home, since, exclude,
-                                       tracker.server.editor_places())
-            )
-        except OSError:
-            count = None
-        return lock_status(
-            memory_dir,
-            sessions_since=count,
-            min_hours=s.dream_min_hours,
-            min_sessions=s.dream_min_sessions,
-            enabled=s.dream_enabled,
-            remote_mode=s.remote_mode,
-            auto_memory=s.auto_memory_enabled,
-            throttled=tracker.server.dream_throttle.blocked(memory_dir,
-                                                            s.dream_scan_interval_seconds),
-        )
-
-    return await asyncio.to_thread(compute)
-
-
-async def recover_lock(tracker: WorkspaceTracker) -> None:
-    """At start-up: finish or roll back a run a killed process left, and say what was done."""
-    from reverie.memory.lock import ConsolidationLock
-    from reverie.memory.session import recover_memory_dir
-
-    memory_dir = tracker.memory_dir
-
-    def recover() -> tuple[int | None, str | None]:
-        if not memory_dir.is_dir():
-            return None, None
-        lock = ConsolidationLock(memory_dir)
-        pid, _ = lock.read()
-        if pid is None or lock.holder_alive(pid):
-            return None, None
-        finished = recover_memory_dir(memory_dir)
-        with lock.guard():
-            restored = lock.recover_dead_holder()
-        if finished:
-            return pid, "Reverie completed its interrupted run and kept the new consolidation time"
-        if restored:
-            return pid, "Reverie rolled it back and restored the previous consolidation time"
-        return pid, "the next dream will take it over"
-
-    pid, action = await asyncio.to_thread(recover)
-    if pid is not None:
-        tracker.lock_recovery_pid = pid
-        tracker.lock_recovery = action
-        logger.warning("lock in %s left by dead PID %s: %s", memory_dir, pid, action)
-
-
 # --- dream ---------------------------------------------------------------------------------------
 
 
-async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
+async def auto_dream_if_due(tracker: WorkspaceContext) -> Job | None:
     """The dream gates, cheapest first; a dream job starts only when every gate passes.
 
     Settings gates and the lock file's mtime (one ``stat``) run on the loop; the session scan,
@@ -325,7 +157,7 @@ async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
     if throttle.blocked(memory_dir, s.dream_scan_interval_seconds):
         return None
     throttle.mark(memory_dir)
-    status = await compute_lock_status(tracker)
+    status = await tracker.lock_status()
     sessions = status.sessions_since or 0
     if sessions < s.dream_min_sessions:
         server.on_job_event(
@@ -347,7 +179,7 @@ async def auto_dream_if_due(tracker: WorkspaceTracker) -> Job | None:
 
 
 def start_dream(
-    tracker: WorkspaceTracker, *, manual: bool, extra_context: str | None, logs_mode: bool
+    tracker: WorkspaceContext, *, manual: bool, extra_context: str | None, logs_mode: bool
 ) -> Job:
     """A dream job (manual: no scheduling gates) through the shared ``DreamRunner`` logic."""
     server = tracker.server
@@ -362,6 +194,7 @@ def start_dream(
             throttle=_RunnerThrottle(),
             run=server.dream_job_call,
             abort=server.abort_dream_job,
+            writer=server.memory_writer,
         )
         request = DreamRequest(
             workspace=tracker.folder,

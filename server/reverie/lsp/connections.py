@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 from reverie.lsp.protocol import ConnectedAgent, WorkspaceConnections
 
 if TYPE_CHECKING:
-    from reverie.lsp.tracking import WorkspaceTracker
+    from reverie.lsp.context import WorkspaceContext
 
 
-def _detected(tracker: WorkspaceTracker) -> list[str]:
+def _detected(tracker: WorkspaceContext) -> list[str]:
     from reverie.agents.connection import agents_of
 
     return list(agents_of(ref.agent for ref in list(tracker.sessions.values())))
 
 
-async def connect_agent(tracker: WorkspaceTracker, agent: str, scope: str,
+async def connect_agent(tracker: WorkspaceContext, agent: str, scope: str,
                         dry_run: bool) -> dict[str, Any]:
     """``reverie connect --json`` for this folder (``dry_run``: the diff, nothing written)."""
     from reverie.agents.connection import connect
@@ -34,7 +34,7 @@ async def connect_agent(tracker: WorkspaceTracker, agent: str, scope: str,
     return result.as_json()
 
 
-async def disconnect_agent(tracker: WorkspaceTracker, agent: str,
+async def disconnect_agent(tracker: WorkspaceContext, agent: str,
                            dry_run: bool) -> dict[str, Any]:
     """``reverie disconnect --json`` for this folder."""
     from reverie.agents.connection import disconnect
@@ -45,7 +45,7 @@ async def disconnect_agent(tracker: WorkspaceTracker, agent: str,
     return result.as_json()
 
 
-async def connections(tracker: WorkspaceTracker) -> dict[str, Any]:
+async def connections(tracker: WorkspaceContext) -> dict[str, Any]:
     """``reverie connections --json`` for this folder (``detected`` from tracked sessions)."""
     from reverie.agents.connection import connections as list_connections
 
@@ -61,7 +61,7 @@ async def connections(tracker: WorkspaceTracker) -> dict[str, Any]:
 SUMMARY_MAX_AGE_SECONDS = 30.0
 
 
-async def summary(tracker: WorkspaceTracker) -> WorkspaceConnections:
+async def summary(tracker: WorkspaceContext) -> WorkspaceConnections:
     """The ``status`` entry of one folder: answered from the last read, which is at most
     ``SUMMARY_MAX_AGE_SECONDS`` old, so a status call costs no thread hop or file read (status
     is polled, and its latency while jobs run is a measured target)."""

@@ -19,8 +19,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 if TYPE_CHECKING:
-    from reverie.lsp.server import ReverieLanguageServer
-    from reverie.lsp.tracking import WorkspaceTracker
+    from reverie.lsp.context import ServerContext, WorkspaceContext
     from reverie.memory.store import MemoryProblem
 
 logger = logging.getLogger(__name__)
@@ -100,7 +99,7 @@ def _memory_problems(memory_dir: Path, index_text: str | None) -> list[MemoryPro
 
 
 def lock_diagnostic(
-    tracker: WorkspaceTracker, status: Any, lines: Sequence[str]
+    tracker: WorkspaceContext, status: Any, lines: Sequence[str]
 ) -> types.Diagnostic | None:
     """The lock / next-gate line on ``MEMORY.md``'s first line (information / warning / hint)."""
     rng = line_range(lines, 0)
@@ -148,7 +147,7 @@ def lock_diagnostic(
     )
 
 
-def gate_hint(tracker: WorkspaceTracker, status: Any) -> str | None:
+def gate_hint(tracker: WorkspaceContext, status: Any) -> str | None:
     s = tracker.settings
     gate = status.next_gate
     if gate == "disabled":
@@ -177,7 +176,7 @@ def gate_hint(tracker: WorkspaceTracker, status: Any) -> str | None:
     return None
 
 
-async def publish_memory_dir(server: ReverieLanguageServer, tracker: WorkspaceTracker) -> None:
+async def publish_memory_dir(server: ServerContext, tracker: WorkspaceContext) -> None:
     """Recompute and publish the diagnostics of the whole memory dir (off the event loop)."""
     from reverie.memory.store import INDEX_NAME
 
@@ -215,7 +214,7 @@ async def publish_memory_dir(server: ReverieLanguageServer, tracker: WorkspaceTr
     server.set_diagnostics(index_uri, LOCK_SOURCE, [lock] if lock else [])
 
 
-def publish_notes(server: ReverieLanguageServer, tracker: WorkspaceTracker, path: Path) -> None:
+def publish_notes(server: ServerContext, tracker: WorkspaceContext, path: Path) -> None:
     uri = from_fs_path(str(path))
     if uri is None:
         return
@@ -229,7 +228,7 @@ def publish_notes(server: ReverieLanguageServer, tracker: WorkspaceTracker, path
     server.set_diagnostics(uri, NOTES_SOURCE, notes_diagnostics(text, tracker.settings.config_dir))
 
 
-async def _lines(server: ReverieLanguageServer, path: Path) -> list[str]:
+async def _lines(server: ServerContext, path: Path) -> list[str]:
     text = server.document_text(path)
     if text is None:
         try:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
+from reverie.errors import UserError
 from reverie.lsp import connections as agent_connections
 from reverie.lsp.protocol import (
     AppendMessagesParams,
@@ -91,15 +92,17 @@ async def _tracker(ls: ReverieLanguageServer, args: Args) -> WorkspaceTracker:
     await ls.wait_ready()
     try:
         return ls.tracker_for(args.workspace)
-    except ValueError as exc:
+    except UserError as exc:
         raise RequestFailed(message=str(exc)) from None
 
 
 async def _call(coro: Awaitable[T]) -> T:
-    """Run a tracker call; expected failures become one-line ``RequestFailed`` errors."""
+    """Run a tracker call. What a person must fix (``UserError``) becomes a one-line
+    ``RequestFailed``; anything else is a defect: it propagates, pygls logs its traceback and
+    answers ``InternalError``."""
     try:
         return await coro
-    except (ValueError, LookupError, OSError) as exc:
+    except UserError as exc:
         raise RequestFailed(message=str(exc)) from None
 
 
@@ -211,7 +214,7 @@ async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     for tracker in list(ls.trackers.values()):
         try:
             result.connections.append(await agent_connections.summary(tracker))
-        except (ValueError, OSError) as exc:  # status must answer even so
+        except (UserError, OSError) as exc:  # status must answer even so
             logger.warning("connections of %s: %s", tracker.folder, exc)
     return result.wire()
 

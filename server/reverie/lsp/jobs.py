@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.config import ModelPrice
+from reverie.errors import UserError
 from reverie.events import JobEvent
 from reverie.llm.usage import cost_of
 from reverie.lsp.progress import JobProgress
@@ -38,7 +39,7 @@ class JobResult:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-class ExpectedJobError(Exception):
+class ExpectedJobError(UserError):
     """A failure the user can act on (no API key, lock busy): one line, no traceback."""
 
 

@@ -40,9 +40,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from reverie import __version__
 from reverie.config import ModelPrice, Settings
 from reverie.dream.gates import ScanThrottle
+from reverie.errors import UserError
 from reverie.events import JobEvent
 from reverie.lsp import settings as settings_mod
-from reverie.lsp.adapters import ConversationDigests, session_memory_sink
+from reverie.lsp.adapters import session_memory_sink
+from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.heap import HeapKeeper
 from reverie.lsp.jobs import Job, JobRegistry
@@ -60,6 +62,7 @@ from reverie.lsp.protocol import (
     Wire,
 )
 from reverie.lsp.stdio import BatchingWriter, LoopPipeReader, ThreadReader, can_read_on_loop
+from reverie.services.wiring import memory_writer
 from reverie.transcripts.editor_places import EditorPlaces
 
 if TYPE_CHECKING:
@@ -133,6 +136,10 @@ def _quiet_after_exit(stop: threading.Event, loop: asyncio.AbstractEventLoop,
     if stop.is_set() and isinstance(context.get("exception"), asyncio.CancelledError):
         return
     loop.default_exception_handler(context)
+
+
+class NoWorkspace(UserError):
+    """A command names no open workspace folder (or none is open)."""
 
 
 @attrs.define
@@ -302,6 +309,8 @@ class ReverieLanguageServer(LanguageServer):
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
+        #: how every job of this server writes memory (with the after-apply hooks)
+        self.memory_writer = memory_writer()
         self._session_memory: SessionMemoryManager | None = None
         #: uri -> source -> diagnostics; published merged per uri
         self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
@@ -799,14 +808,14 @@ class ReverieLanguageServer(LanguageServer):
     def tracker_for(self, workspace: str | None) -> WorkspaceTracker:
         """The tracker a command applies to: the named folder, else the most recently active."""
         if not self.trackers:
-            raise ValueError("no workspace folder is open")
+            raise NoWorkspace("no workspace folder is open")
         if workspace:
             path = (
                 Path(to_fs_path(workspace) or workspace) if "://" in workspace else Path(workspace)
             )
             tracker = self.trackers.get(path.expanduser().resolve())
             if tracker is None:
-                raise ValueError(f"{workspace} is not an open workspace folder")
+                raise NoWorkspace(f"{workspace} is not an open workspace folder")
             return tracker
         return max(self.trackers.values(), key=lambda t: t.last_activity)
 

@@ -15,10 +15,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reverie.config import ProjectPaths, Settings, ensure_private_dir
+from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
-from reverie.fsutil import atomic_write_text
+from reverie.fsutil import atomic_write_text, ensure_private_dir
 from reverie.lsp import diagnostics as diag
+from reverie.lsp.adapters import (
+    auto_dream_if_due,
+    feed_session_memory,
+    forced_extraction,
+    start_dream,
+)
 from reverie.lsp.jobs import Job, JobResult
 from reverie.lsp.protocol import (
     AppendMessagesParams,
@@ -29,9 +35,11 @@ from reverie.lsp.protocol import (
     SessionSummary,
     UndoResult,
 )
+from reverie.services.sessions import NoSession
 
 if TYPE_CHECKING:
-    from reverie.lsp.server import ReverieLanguageServer
+    from reverie.lsp.context import ServerContext
+    from reverie.memory.lock import LockStatus
     from reverie.transcripts.digest import MessageDigest
     from reverie.transcripts.discovery import SessionRef
     from reverie.transcripts.model import Session
@@ -47,7 +55,7 @@ _PLACE_FIELDS = ("agent_home", "data_dir", "memory_dir", "memory_dir_preset", "w
 class WorkspaceTracker:
     """Everything Reverie follows for one workspace folder."""
 
-    def __init__(self, server: ReverieLanguageServer, folder: Path) -> None:
+    def __init__(self, server: ServerContext, folder: Path) -> None:
         self.server = server
         self.folder = folder
         self.sessions: dict[str, SessionRef] = {}
@@ -92,10 +100,8 @@ class WorkspaceTracker:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from reverie.lsp.adapters import recover_lock
-
         self._stopping = False
-        await recover_lock(self)
+        await self._recover_lock()
         await self.rediscover()
         logger.info(
             "tracking %s: %d session(s), memory in %s",
@@ -107,6 +113,19 @@ class WorkspaceTracker:
         self._sleep_task = self.server.run_task(self._sleep_loop(), f"sleep {self.folder.name}")
         self.refresh_memory_diagnostics()
         self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
+
+    async def _recover_lock(self) -> None:
+        """At start-up: finish or roll back a run a killed process left, and say what was done
+        (on ``MEMORY.md``; ``services.memory.recover_at_start``)."""
+        from reverie.services.memory import recover_at_start
+
+        found = await asyncio.to_thread(recover_at_start, self.server.memory_writer,
+                                        self.memory_dir)
+        if found is not None:
+            self.lock_recovery_pid = found.pid
+            self.lock_recovery = found.action
+            logger.warning("lock in %s left by dead PID %s: %s", self.memory_dir, found.pid,
+                           found.action)
 
     async def stop(self) -> None:
         """Stop the watcher (letting it end its iteration and save its state), then the rest."""
@@ -185,7 +204,7 @@ class WorkspaceTracker:
         if session_id:
             return session_id
         if self.current is None:
-            raise LookupError(f"no session found for workspace {self.folder}")
+            raise NoSession(f"no session found for workspace {self.folder}")
         return self.current.session_id
 
     @property
@@ -279,59 +298,45 @@ class WorkspaceTracker:
             await self.on_appended(*read)
 
     async def list_sessions(self) -> SessionsResult:
-        """``reverie sessions --json`` rows for this folder (same function, off the loop)."""
+        """``reverie sessions --json`` rows for this folder, with titles and notes (off the
+        loop; ``services.sessions.list_sessions``)."""
         from reverie.lsp.protocol import SessionRow
-        from reverie.transcripts.listing import session_rows
+        from reverie.services.sessions import list_sessions
 
         def skipped(path: Path, exc: Exception) -> None:
             logger.warning("skipping %s: %s", path, exc)
 
-        editor = self.server.editor_places()
-
-        def read() -> list[SessionRow]:
-            rows = session_rows(self.folder, self.settings.agent_home, skipped, with_title=True,
-                                editor=editor)
-            return [
-                SessionRow.model_validate(
-                    {**r, "has_notes": self.paths.notes_path(r["session_id"]).is_file()}
-                )
-                for r in rows
-            ]
-
-        return SessionsResult(sessions=await asyncio.to_thread(read))
+        rows = await asyncio.to_thread(list_sessions, self.folder, self.settings.agent_home,
+                                       skipped, paths=self.paths,
+                                       editor=self.server.editor_places())
+        return SessionsResult(sessions=[SessionRow.model_validate(r) for r in rows])
 
     async def session_notes(self, session_id: str | None) -> SessionNotesResult:
-        sid = self._session_id(session_id)
-        path = self.paths.notes_path(sid)
-        try:
-            content = await asyncio.to_thread(path.read_text, encoding="utf-8")
-            exists = True
-        except FileNotFoundError:
-            content, exists = "", False
-        return SessionNotesResult(session_id=sid, path=str(path), content=content, exists=exists)
+        from reverie.services.sessions import read_session_notes
+
+        notes = await asyncio.to_thread(read_session_notes, self.paths,
+                                        self._session_id(session_id))
+        return SessionNotesResult(session_id=notes.session_id, path=str(notes.path),
+                                  content=notes.content, exists=notes.exists)
 
     # --- session memory ------------------------------------------------------------------------
 
     async def _feed_session_memory(
         self, ref: SessionRef, session: Session, digests: list[MessageDigest]
     ) -> None:
-        from reverie.lsp.adapters import feed_session_memory
-
         try:
             await feed_session_memory(self, ref, session, digests)
         except Exception:
             logger.exception("session memory failed for %s", ref.session_id)
 
     async def update_notes(self, session_id: str | None) -> JobStarted:
-        from reverie.lsp.adapters import forced_extraction
-
         sid = self._session_id(session_id)
         ref = self.sessions.get(sid)
         if ref is None:
             await self.rediscover()
             ref = self.sessions.get(sid)
         if ref is None:
-            raise LookupError(f"unknown session {sid}")
+            raise NoSession(f"unknown session {sid}")
         job = forced_extraction(self, ref)
         return JobStarted(job_id=job.id, title=job.title)
 
@@ -348,8 +353,6 @@ class WorkspaceTracker:
         self.server.run_task(self._check_dream(), f"dream gates {self.folder.name}")
 
     async def _check_dream(self) -> None:
-        from reverie.lsp.adapters import auto_dream_if_due
-
         self._dream_check_pending = False
         if self.server.shutting_down:
             return
@@ -359,8 +362,6 @@ class WorkspaceTracker:
             logger.exception("dream gate check failed for %s", self.folder)
 
     async def manual_dream(self, extra_context: str | None, logs_mode: bool) -> JobStarted:
-        from reverie.lsp.adapters import start_dream
-
         running = self.server.jobs.running_with_key(self.dream_key())
         if running is not None:
             return JobStarted(job_id=running.id, title=running.title, already_running=True)
@@ -386,6 +387,7 @@ class WorkspaceTracker:
             cycle = SleepCycle(
                 self.settings, events=self.server.jobs.sink_for(job),
                 run=self.server.dream_job_call,
+                writer=self.server.memory_writer,
             )
             report = await cycle.run(folder, date)
             if report.skipped_reason:
@@ -422,10 +424,16 @@ class WorkspaceTracker:
 
     # --- memory dir: lock, history, undo, diagnostics -------------------------------------------
 
-    async def lock_status(self) -> Any:
-        from reverie.lsp.adapters import compute_lock_status
+    async def lock_status(self) -> LockStatus:
+        """What ``reverie lock --json`` reports for this folder, with the server's scan
+        throttle (``services.memory.memory_lock_status``)."""
+        from reverie.services.memory import memory_lock_status
 
-        return await compute_lock_status(self)
+        return await asyncio.to_thread(
+            memory_lock_status, self.settings, self.folder, self.memory_dir,
+            current_session_id=self.current.session_id if self.current else None,
+            throttle=self.server.dream_throttle, editor=self.server.editor_places(),
+        )
 
     async def lock_status_json(self) -> dict[str, Any]:
         """``lockStatus`` / ``reverie/lockChanged`` for this folder (camelCase)."""
@@ -437,93 +445,51 @@ class WorkspaceTracker:
     async def history(
         self, limit: int | None, *, run_id: str | None = None, with_contents: bool = False
     ) -> HistoryResult:
-        """The memory runs of this folder, newest first.
+        """The memory runs of this folder, newest first (``services.memory.memory_runs``).
 
         With ``run_id`` only that run; ``with_contents`` adds its files' before/after texts so
         the editor can show a real diff.
         """
         from reverie.lsp.protocol import HistoryResult, HistoryRun, RunFile
-        from reverie.memory.history import HistoryError, MemoryHistory
-        from reverie.memory.undo import undone_runs
+        from reverie.services.memory import memory_runs
 
         memory_dir = self.memory_dir
 
         def text(data: bytes | None) -> str | None:
             return None if data is None else data.decode("utf-8", "replace")
 
-        def read() -> list[HistoryRun]:
-            history = MemoryHistory(memory_dir)
-            try:
-                records = history.runs()
-                cancelled = undone_runs(records)
-                if run_id is None:
-                    return [HistoryRun.of(r, undone=r.run_id in cancelled) for r in records]
-                record = history.find(run_id)
-                run = HistoryRun.of(record, undone=record.run_id in cancelled)
-                if with_contents:
-                    run.changes = [
-                        RunFile(path=c.path, before=text(c.before), after=text(c.after))
-                        for c in history.changes(record.run_id)
-                    ]
-                return [run]
-            except HistoryError as exc:
-                raise ValueError(str(exc)) from None
-
-        runs = await asyncio.to_thread(read)
+        entries = await asyncio.to_thread(memory_runs, memory_dir, run_id=run_id,
+                                          with_contents=with_contents)
+        runs = []
+        for entry in entries:
+            run = HistoryRun.of(entry.record, undone=entry.undone)
+            if entry.changes is not None:
+                run.changes = [RunFile(path=c.path, before=text(c.before), after=text(c.after))
+                               for c in entry.changes]
+            runs.append(run)
         return HistoryResult(memory_dir=str(memory_dir), runs=runs[:limit] if limit else runs)
 
     async def undo(self, run_id: str | None, *, redo: bool = False) -> UndoResult:
         """Undo a run (default: the latest dream or sleep run in effect; ``redo``: the latest
         undo in effect), recorded as a run of its own; the result says what changed."""
         from reverie.lsp.protocol import HistoryRun, UndoResult
-        from reverie.memory.history import HistoryError, MemoryHistory
-        from reverie.memory.lock import LockBusy
-        from reverie.memory.transaction import TransactionError
-        from reverie.memory.undo import undo_run, undo_target
+        from reverie.services.memory import UndoRefused, undo
 
         memory_dir = self.memory_dir
         if self.server.jobs.running_with_key(self.dream_key()) is not None:
-            raise ValueError("a dream is running for this memory directory; try again after it")
-        if run_id is not None and redo:
-            raise ValueError("give either runId or redo, not both")
-
-        def target() -> str:
-            history = MemoryHistory(memory_dir)
-            return history.find(run_id).run_id if run_id else undo_target(
-                history.runs(), redo=redo).run_id
-
-        try:
-            target_id = await asyncio.to_thread(target)
-            target_run = await asyncio.to_thread(MemoryHistory(memory_dir).find, target_id)
-            result = await undo_run(memory_dir, target_id)
-        except HistoryError as exc:
-            raise ValueError(str(exc)) from None
-        except LockBusy:
-            raise ValueError(
-                "another process is consolidating this memory dir (lock_busy); try again"
-            ) from None
-        except (OSError, TransactionError) as exc:
-            raise ValueError(f"undo failed, memory unchanged: {exc}") from None
-        record = result.record
-        touched = record.files_touched if record and not result.changes.empty else []
+            raise UndoRefused("a dream is running for this memory directory; try again after it")
+        outcome = await undo(self.server.memory_writer, memory_dir, run_id, redo=redo)
+        touched = outcome.touched
         self.memory_written([memory_dir / name for name in touched])
         self.lock_changed()
-        if target_run.source == "undo":  # a redo: name the run it brings back
-            verb, what = "Redid", f"run {target_run.undoes or target_id}"
-        else:
-            verb, what = "Undid", f"{target_run.source} run {target_id}"
-        if touched:
-            message = (f"{verb} the {what}: {len(touched)} file{'s' if len(touched) != 1 else ''} "
-                       f"restored ({', '.join(touched)}).")
-        else:
-            message = (f"Nothing changed: memory already matches the state before the {what}.")
+        record = outcome.result.record
         return UndoResult(
             memory_dir=str(memory_dir),
-            undone_run_id=target_id,
+            undone_run_id=outcome.target.run_id,
             run=HistoryRun.of(record) if record and touched else None,
             changed=bool(touched),
             files=touched,
-            message=message,
+            message=outcome.message,
         )
 
     def memory_written(self, paths: list[Path]) -> None:

@@ -42,9 +42,10 @@ from dulwich.refs import Ref
 from dulwich.repo import Repo
 from pydantic import BaseModel, Field
 
+from reverie.errors import UserError
 from reverie.fsutil import ensure_private_dir
 from reverie.memory import nofollow
-from reverie.memory.lock import state_dir
+from reverie.memory.paths import history_git_dir, journal_path, state_dir
 from reverie.memory.store import visible_files
 from reverie.redact import redact_value
 
@@ -129,7 +130,7 @@ class FileChange(BaseModel):
     after: bytes | None
 
 
-class HistoryError(Exception):
+class HistoryError(UserError):
     """A run id that does not exist, or a history that cannot be read."""
 
 
@@ -143,7 +144,7 @@ class MemoryHistory:
 
     def __init__(self, memory_dir: Path) -> None:
         self.memory_dir = memory_dir
-        self.git_dir = state_dir(memory_dir) / "history.git"
+        self.git_dir = history_git_dir(memory_dir)
 
     # --- repository ----------------------------------------------------------------------
     def _repo(self) -> Repo:
@@ -442,7 +443,7 @@ class MemoryHistory:
         """
         if not self.exists():
             return 0, 0
-        if (state_dir(self.memory_dir) / "journal.json").exists():
+        if journal_path(self.memory_dir).exists():
             raise HistoryError("an interrupted memory apply is pending; not pruning history")
         with self._repo() as repo:
             removed = self._drop_older_than(repo, before.timestamp())

@@ -35,18 +35,13 @@ from typing import Literal
 from pydantic import BaseModel
 
 from reverie import process
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_text, ensure_private_dir
+from reverie.memory.paths import LOCK_NAME, state_dir
 
 logger = logging.getLogger(__name__)
 
-LOCK_NAME = ".consolidate-lock"
-STATE_DIR_NAME = ".reverie"
 HOLDER_STALE_SECONDS = 3600.0
-
-
-def state_dir(memory_dir: Path) -> Path:
-    """Reverie's bookkeeping inside a memory dir (a dot-directory: never part of the memory)."""
-    return memory_dir / STATE_DIR_NAME
 
 
 def pid_alive(pid: int | None, started_at: float | None = None) -> bool:
@@ -95,7 +90,7 @@ class PriorRecord(BaseModel):
     start_time: float | None = None
 
 
-class LockBusy(Exception):
+class LockBusy(UserError):
     """Another live process holds a fresh lock."""
 
 
@@ -215,11 +210,11 @@ class ConsolidationLock:
             and self.holder_alive(pid)
         )
 
-    def try_acquire(self, recover: Callable[[], bool] | None = None) -> bool:
+    def try_acquire(self, recover: Callable[[], bool]) -> bool:
         """Take the lock. False when another live process holds a fresh one.
 
-        ``recover`` (default: ``reverie.memory.transaction.recover``) runs once no live holder is
-        left (under the guard, before taking over): it finishes what a killed holder left and
+        ``recover`` (``MemoryWriter.finish_interrupted``, in practice) runs once no live holder
+        is left (under the guard, before taking over): it finishes what a killed holder left and
         returns True if that run had reached its commit point, in which case its fresh
         last-consolidated time is kept.
         """
@@ -232,11 +227,6 @@ class ConsolidationLock:
             if self._busy():
                 logger.debug("lock %s held by a live process", self.path)
                 return False
-            if recover is None:
-                from reverie.memory.transaction import recover as recover_transaction
-
-                memory_dir = self.memory_dir
-                recover = lambda: recover_transaction(memory_dir)  # noqa: E731
             if recover():
                 self.forget_prior()
             self.recover_dead_holder()
@@ -358,8 +348,7 @@ class Recovery(BaseModel):
         return self.completed_apply or self.restored_lock
 
 
-def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = None,
-                         ) -> Recovery:
+def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool]) -> Recovery:
     """On start-up: if the lock's holder is dead, finish its work and restore the lock.
 
     Does nothing while a live process holds it.
@@ -372,7 +361,7 @@ def recover_if_abandoned(memory_dir: Path, recover: Callable[[], bool] | None = 
     with lock.guard():
         if lock._busy():
             return Recovery()
-        completed = recover() if recover is not None else False
+        completed = recover()
         if completed:
             lock.forget_prior()
         restored = lock.recover_dead_holder()

@@ -24,6 +24,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from reverie.errors import ReverieError
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -39,7 +41,7 @@ HAS_DIR_FD = (
 )
 
 
-class UnsafePath(OSError):
+class UnsafePath(OSError, ReverieError):
     """A path below the memory dir that is a symlink, not a directory / regular file, or not a
     plain relative name. ``str()`` names the offending path and says what to do."""
 

@@ -20,8 +20,8 @@ import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
 from reverie.memory import nofollow
+from reverie.memory.paths import INDEX_NAME as INDEX_NAME  # where callers have always found it
 
-INDEX_NAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
 MAX_ENTRY_CHARS = 150

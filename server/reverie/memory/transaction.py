@@ -24,10 +24,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_text, ensure_private_dir, fsync_dir
 from reverie.memory import nofollow
 from reverie.memory.history import HistoryError, MemoryHistory, RunRecord
-from reverie.memory.lock import ConsolidationLock, state_dir
+from reverie.memory.lock import ConsolidationLock
+from reverie.memory.paths import journal_path, staging_root, state_dir
 from reverie.memory.store import is_hidden, visible_files
 
 logger = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ class ChangeSet(BaseModel):
         return sorted({*self.added, *self.changed, *self.removed})
 
 
-class TransactionError(Exception):
+class TransactionError(UserError):
     """The memory dir cannot be staged or applied (reported as a clean run error)."""
 
 
@@ -91,9 +93,9 @@ class MemoryTransaction:
     def __init__(self, memory_dir: Path, txid: str | None = None) -> None:
         self.memory_dir = memory_dir
         self.txid = txid or secrets.token_hex(6)
-        self.staging_root = state_dir(memory_dir) / "staging"
+        self.staging_root = staging_root(memory_dir)
         self.staging_dir = self.staging_root / self.txid
-        self.journal_path = state_dir(memory_dir) / "journal.json"
+        self.journal_path = journal_path(memory_dir)
 
     # --- staging -------------------------------------------------------------------------
     def begin(self) -> Path:
@@ -202,9 +204,6 @@ class MemoryTransaction:
         self.journal_path.unlink(missing_ok=True)
         fsync_dir(self.journal_path.parent)
         shutil.rmtree(staging, ignore_errors=True)
-        from reverie.agents.refresh import refresh_copies  # agents import memory: not at top
-
-        refresh_copies(self.memory_dir)  # agents holding a copy of MEMORY.md see the new one
 
     def _staged_bytes(self, staging: Path, op: JournalOp, journal: Journal,
                       history: MemoryHistory | None) -> bytes:
@@ -253,9 +252,9 @@ def recover(memory_dir: Path) -> bool:
     history = MemoryHistory(memory_dir)
     history.sweep_stale_locks()
     completed = False
-    journal_path = state_dir(memory_dir) / "journal.json"
-    if journal_path.exists() or journal_path.is_symlink():
-        journal = _load_journal(journal_path)
+    journal_file = journal_path(memory_dir)
+    if journal_file.exists() or journal_file.is_symlink():
+        journal = _load_journal(journal_file)
         logger.warning("completing an interrupted memory apply (%s)", journal.txid)
         try:
             MemoryTransaction(memory_dir, journal.txid)._replay(journal, history)
@@ -263,13 +262,13 @@ def recover(memory_dir: Path) -> bool:
             if isinstance(exc, nofollow.UnsafePath):
                 raise TransactionError(f"cannot complete the interrupted apply "
                                        f"{journal.txid}: {exc.strerror or exc}") from None
-            aside = _set_aside(journal_path)
+            aside = _set_aside(journal_file)
             raise TransactionError(
                 f"{exc}. The journal was moved to {aside} and the memory dir left as it is "
                 "(some files may already hold the run's new content); `reverie history` and "
                 "`reverie undo` restore any earlier state. Run again to continue.") from None
         completed = True
-    shutil.rmtree(state_dir(memory_dir) / "staging", ignore_errors=True)
+    shutil.rmtree(staging_root(memory_dir), ignore_errors=True)
     _sweep_temp_files(memory_dir)
     return completed
 

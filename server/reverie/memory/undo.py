@@ -5,20 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from reverie.memory.history import HistoryError, MemoryHistory, RunRecord
-from reverie.memory.session import MemoryWriteSession, WriteResult
+from reverie.memory.write import MemoryWriter, WriteResult
 
 
-async def undo_run(memory_dir: Path, run_id: str | None = None) -> WriteResult:
+async def undo_run(writer: MemoryWriter, memory_dir: Path, run_id: str | None = None
+                   ) -> WriteResult:
     """Restore the state before ``run_id`` (default: the latest run). Raises ``HistoryError``
     for an unknown id and ``LockBusy`` while another process consolidates."""
     history = MemoryHistory(memory_dir)
     target = history.find(run_id)
-    session = MemoryWriteSession(memory_dir, source="undo", repair=False, undoes=target.run_id)
-    async with session as staged:
+    write = writer.open(memory_dir, source="undo", repair=False, undoes=target.run_id)
+    async with write as staged:
         history.materialize(target.parent, staged.path)
         staged.summary = f"undo of {target.run_id} ({target.source})"
-    assert session.result is not None
-    return session.result
+    assert write.result is not None
+    return write.result
 
 
 #: runs a user thinks of as "a dream": what "Undo Last Dream" undoes

@@ -8,6 +8,7 @@ equal messages apart by counting. When a transcript is rewritten and the cursor'
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +23,17 @@ class MessageCursor(BaseModel):
 
     fingerprint: str
     occurrence: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedPoint:
+    """Where an extraction got to: what the session-memory state records after it."""
+
+    tokens: int
+    #: the cursor of the last main-chain message the writer saw
+    cursor: MessageCursor | None
+    #: the agent was in the middle of a tool loop there
+    mid_tool_loop: bool
 
 
 def fingerprint(message: Message) -> str:

@@ -32,9 +32,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text
+from reverie.llm.capabilities import choose_mode, remember_no_tools
 from reverie.llm.errors import LLMToolsUnsupportedError, StructuredOutputError
+from reverie.llm.structured import complete_json, schema_prompt
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.redact import redact
 from reverie.session_memory.source import RecentContext
@@ -48,15 +52,7 @@ from reverie.session_memory.template import (
 from reverie.session_memory.writers import WriteOutcome, WriteRequest
 from reverie.tools.gate import PathGate
 from reverie.tools.loop import LoopResult, run_tool_loop
-from reverie.tools.no_tools import (
-    FileChange,
-    NotesRewrite,
-    apply_changes,
-    choose_mode,
-    complete_json,
-    remember_no_tools,
-    schema_prompt,
-)
+from reverie.tools.no_tools import FileChange, apply_changes
 from reverie.transcripts.model import Usage
 
 #: Messages before the last extraction point that incremental mode still sends.
@@ -88,6 +84,15 @@ _SCOPE_INCREMENTAL = (
     "The current notes already cover everything before it: keep that content and fold the new "
     "information in."
 )
+
+
+class NotesRewrite(BaseModel):
+    """The notes job's no-tools result: the whole new notes file."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    notes: str = Field(min_length=1, description="the complete new notes file, markdown")
+
 
 
 async def _prepare(request: WriteRequest) -> RecentContext:

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from reverie.background import run_in_background
-from reverie.config import ProjectPaths, Settings, ensure_private_dir
+from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, EventType, JobEvent
-from reverie.fsutil import atomic_write_text
+from reverie.fsutil import atomic_write_text, ensure_private_dir
 from reverie.llm.errors import LLMError
 from reverie.llm.types import ModelClient
 from reverie.session_memory.marker import (

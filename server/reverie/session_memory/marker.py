@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from reverie.config import ensure_private_dir
+from reverie.fsutil import ensure_private_dir
 from reverie.memory.lock import pid_alive
 
 MARKER_NAME = "extraction.running"

@@ -20,9 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from reverie.session_memory.cursor import MessageCursor
+from reverie.session_memory.cursor import ExtractedPoint, MessageCursor
 from reverie.session_memory.offline import OfflineNotes, build_notes
-from reverie.session_memory.source import ExtractedPoint
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.digest import MessageDigest, digest
 from reverie.transcripts.model import Message, Session

@@ -25,6 +25,7 @@ from reverie.background import Runner, run_in_background
 from reverie.redact import redact
 from reverie.session_memory.conversation import render_message
 from reverie.session_memory.cursor import (
+    ExtractedPoint,
     MessageCursor,
     cursor_at,
     last_turn_has_tool_calls,
@@ -37,17 +38,6 @@ from reverie.transcripts.tokens import context_tokens
 if TYPE_CHECKING:
     from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
 
-
-
-@dataclass(frozen=True, slots=True)
-class ExtractedPoint:
-    """Where an extraction got to: what the session-memory state records after it."""
-
-    tokens: int
-    #: the cursor of the last main-chain message the writer saw
-    cursor: MessageCursor | None
-    #: the agent was in the middle of a tool loop there
-    mid_tool_loop: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ from typing import Protocol
 
 from reverie.config import Settings
 from reverie.events import EventSink
+from reverie.session_memory.cursor import ExtractedPoint
 from reverie.session_memory.offline_job import (
     OfflineNotesJob,
     OfflineNotesResult,
     notes_from_messages,
 )
-from reverie.session_memory.source import Conversation, ExtractedPoint
+from reverie.session_memory.source import Conversation
 from reverie.session_memory.state import ExtractionState
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.model import Message, Session

@@ -22,8 +22,9 @@ from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, JobEvent, discard_events
 from reverie.llm.types import ModelClient
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import ConsolidationLock
+from reverie.memory.lock import ConsolidationLock, LockBusy
 from reverie.memory.transaction import TransactionError
+from reverie.memory.write import MemoryValidationError, MemoryWriter
 from reverie.sleep.deep import DeepResult, SessionInput, deep_sleep_offline, deep_sleep_with_model
 from reverie.sleep.entries import load_entries
 from reverie.sleep.housekeeping import HistoryPruner, run_housekeeping
@@ -32,13 +33,7 @@ from reverie.sleep.light import default_review_date, select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
 from reverie.sleep.offline import consolidate_facts
 from reverie.sleep.prompts import REM_OVERRIDE_NAME, SUMMARY_OVERRIDE_NAME, load_instructions
-from reverie.sleep.rem import (
-    RemError,
-    RemOutcome,
-    acquire_lock,
-    apply_entries,
-    consolidate_with_model,
-)
+from reverie.sleep.rem import RemError, consolidate_with_model, stage_entries
 from reverie.sleep.schedule import SleepState, save_state
 from reverie.sleep.tracing import PhaseSpan, SleepTracer
 from reverie.transcripts.discovery import SessionRef, discover_sessions
@@ -58,7 +53,8 @@ def local_now() -> datetime:
     return datetime.now().astimezone()
 
 
-def history_pruner(settings: Settings, memory_dir: Path) -> HistoryPruner | None:
+def history_pruner(settings: Settings, memory_dir: Path,
+                   writer: MemoryWriter) -> HistoryPruner | None:
     """The memory history's pruner for housekeeping; ``None`` when retention is off
     (``history_retention_days <= 0`` keeps every run) or nothing was recorded yet."""
     history = MemoryHistory(memory_dir)
@@ -69,7 +65,7 @@ def history_pruner(settings: Settings, memory_dir: Path) -> HistoryPruner | None
         # REM has released the lock by now: take it again so a dream cannot interleave, then
         # roll it back, because pruning is not a consolidation and must not reset the time gate.
         lock = ConsolidationLock(memory_dir)
-        if not lock.try_acquire():
+        if not lock.try_acquire(lambda: writer.finish_interrupted(memory_dir)):
             logger.info("memory history not pruned: %s is being consolidated", memory_dir)
             return 0, 0
         try:
@@ -101,10 +97,14 @@ class SleepCycle:
         lock_wait_seconds: float = 300.0,
         lock_poll_seconds: float = 5.0,
         run: Runner | None = None,
+        writer: MemoryWriter | None = None,
     ) -> None:
         """``run``: where the offline deep phase reads and digests the sessions (the language
-        server passes a worker process's ``call``; default: a thread)."""
+        server passes a worker process's ``call``; default: a thread). ``writer``: how REM
+        writes memory (``services.wiring.memory_writer()`` in the front ends; without it, a
+        plain ``MemoryWriter()`` with no after-apply hooks)."""
         self.settings = settings
+        self._writer = writer or MemoryWriter()
         self._run_job = run
         self._client = client
         self._clock = clock
@@ -239,36 +239,33 @@ class SleepCycle:
             report.rem_error = "no session was summarised, so memory was left alone"
             return
         wait, poll = self._lock_wait
+        # a REM that changes nothing is not a consolidation: the dream's time gate stays put
+        write = self._writer.open(
+            memory_dir, source="sleep",
+            sessions=[d.session_id for d in deep.digests if d.error is None],
+            wait_seconds=wait, poll_seconds=poll, sleep=self._sleep,
+            consolidates_when_unchanged=False,
+        )
         try:
-            lock = await acquire_lock(memory_dir, wait_seconds=wait, poll_seconds=poll,
-                                      sleep=self._sleep)
-        except RemError as exc:
-            report.rem_error = str(exc)
+            async with write as staged:
+                before = await asyncio.to_thread(load_entries, memory_dir)
+                report.entries_before = report.entries_after = len(before)
+                after = await self._consolidate(client, review_date, before, journal_text, deep)
+                await asyncio.to_thread(stage_entries, staged, before, after,
+                                        review_date=review_date)
+                staged.summary = f"sleep cycle for {review_date.isoformat()}"
+        except LockBusy:
+            report.rem_error = "the memory is being consolidated by a running dream"
             return
-        try:
-            before = await asyncio.to_thread(load_entries, memory_dir)
-            report.entries_before = report.entries_after = len(before)
-            after = await self._consolidate(client, review_date, before, journal_text, deep)
-            outcome: RemOutcome = await asyncio.to_thread(
-                apply_entries, memory_dir, before, after, review_date=review_date,
-                sessions=[d.session_id for d in deep.digests if d.error is None],
-                summary=f"sleep cycle for {review_date.isoformat()}",
-            )
-        except (RemError, TransactionError) as exc:
+        except (RemError, TransactionError, MemoryValidationError) as exc:
             logger.warning("REM changed nothing: %s", exc)
             report.rem_error = str(exc)
-            await asyncio.to_thread(lock.rollback)
             return
-        except BaseException:
-            await asyncio.to_thread(lock.rollback)
-            raise
-        if outcome.run_id is None:
-            await asyncio.to_thread(lock.rollback)
-        else:
-            await asyncio.to_thread(lock.release)
+        written = write.result
+        assert written is not None
         report.entries_after = len(after)
-        report.run_id = outcome.run_id
-        report.files_touched = outcome.changes.touched
+        report.run_id = written.record.run_id if written.record else None
+        report.files_touched = written.changes.touched
 
     async def _consolidate(
         self, client: ModelClient, review_date: Date, before: Sequence[MemoryEntry],
@@ -299,7 +296,7 @@ class SleepCycle:
     ) -> None:
         result = await asyncio.to_thread(
             run_housekeeping, paths, self.settings, now, transcripts=refs,
-            prune_history=history_pruner(self.settings, paths.memory_dir),
+            prune_history=history_pruner(self.settings, paths.memory_dir, self._writer),
         )
         report.housekeeping = result
         span.set("bytes_reclaimed", result.bytes_reclaimed)

@@ -1,5 +1,6 @@
 """REM: consolidate memory + journal + candidates into at most N entries, and write them through
-the memory part's lock, transaction and history, exactly like a dream run (source ``sleep``).
+the memory writer (``reverie.memory.write``), exactly like a dream run (source ``sleep``): lock,
+staged copy, repair, validation, atomic apply, history, after-apply hooks.
 
 Order matters: the lock is taken before the memory is read for the request and held until the
 apply, so a dream can never interleave. The model's reply is validated against a schema whose
@@ -10,22 +11,18 @@ transaction's journal), and the next run's recovery finishes or discards it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from datetime import date as Date
-from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field, create_model
 
-from reverie.fsutil import atomic_write_text, ensure_private_dir
+from reverie.errors import ReverieError
+from reverie.fsutil import atomic_write_text
 from reverie.llm.errors import StructuredOutputError
 from reverie.llm.types import ChatMessage, ModelClient
-from reverie.memory.history import MemoryHistory, RunRecord, new_run_id
-from reverie.memory.lock import ConsolidationLock
-from reverie.memory.transaction import ChangeSet, MemoryTransaction, recover
+from reverie.memory.write import StagedMemory
 from reverie.sleep.entries import fix_recorded_dates, render_files
 from reverie.sleep.models import ConsolidatedMemory, MemoryCandidate, MemoryEntry
 from reverie.sleep.prompts import REM_SYSTEM, rem_request_text
@@ -34,12 +31,8 @@ from reverie.sleep.redaction import redact_text
 logger = logging.getLogger(__name__)
 
 
-class RemError(Exception):
+class RemError(ReverieError):
     """REM could not produce a valid memory; nothing was written."""
-
-
-class LockBusyError(RemError):
-    """A dream (or another sleep) holds the memory lock."""
 
 
 def capped_model(max_entries: int) -> type[ConsolidatedMemory]:
@@ -113,66 +106,20 @@ def without_noise(entries: Sequence[MemoryEntry],
     return kept
 
 
-class RemOutcome(BaseModel):
-    run_id: str | None = None
-    changes: ChangeSet = Field(default_factory=ChangeSet)
-
-
-def apply_entries(
-    memory_dir: Path,
+def stage_entries(
+    staged: StagedMemory,
     before: Sequence[MemoryEntry],
     after: Sequence[MemoryEntry],
     *,
     review_date: Date,
-    sessions: Sequence[str],
-    summary: str,
-    now: datetime | None = None,
-) -> RemOutcome:
-    """Stage the new memory, apply it atomically and record an undoable ``sleep`` run.
-
-    Hold the consolidation lock. Blocking (file I/O and git objects): call via a thread.
-    """
+) -> None:
+    """Write the new memory into a write's staged copy (the writer repairs, validates and
+    applies it). The live dir is read for what stays byte-for-byte; the lock is held, so it is
+    the state the staged copy was made from. Blocking: call via a thread."""
+    memory_dir = staged.live_dir
     entries = fix_recorded_dates(before, after, review_date)
     writes, deletes = render_files(memory_dir, entries, before)
-    tx = MemoryTransaction(memory_dir)
-    staging = tx.begin()
-    try:
-        for name, text in writes.items():
-            atomic_write_text(staging / name, redact_text(text))
-        for name in deletes:
-            (staging / name).unlink(missing_ok=True)
-        record = RunRecord(
-            run_id=new_run_id(now), at=now or datetime.now(UTC), source="sleep",
-            sessions=list(sessions), summary=summary,
-        )
-        changes, applied = tx.commit(MemoryHistory(memory_dir), record)
-    except BaseException:
-        tx.abort()
-        raise
-    return RemOutcome(run_id=applied.run_id if applied else None, changes=changes)
-
-
-async def acquire_lock(
-    memory_dir: Path,
-    *,
-    wait_seconds: float,
-    poll_seconds: float,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> ConsolidationLock:
-    """Take the consolidation lock (waiting for a running dream up to ``wait_seconds``), then
-    finish or discard whatever an earlier killed run left behind."""
-    ensure_private_dir(memory_dir)
-    lock = ConsolidationLock(memory_dir)
-    waited = 0.0
-    while not await asyncio.to_thread(lock.try_acquire):
-        if waited >= wait_seconds:
-            raise LockBusyError("the memory is being consolidated by a running dream")
-        await sleep(poll_seconds)
-        waited += poll_seconds
-    try:
-        if await asyncio.to_thread(recover, memory_dir):
-            logger.warning("completed an interrupted memory apply in %s", memory_dir)
-    except BaseException:
-        await asyncio.to_thread(lock.rollback)
-        raise
-    return lock
+    for name, text in writes.items():
+        atomic_write_text(staged.path / name, redact_text(text))
+    for name in deletes:
+        (staged.path / name).unlink(missing_ok=True)

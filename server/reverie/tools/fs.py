@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from reverie.errors import ReverieError
 from reverie.fsutil import atomic_write_text
 from reverie.llm.types import ToolSpec
 from reverie.redact import redact
@@ -42,7 +43,7 @@ class ToolOutcome:
     denial: Denial | None = None
 
 
-class ToolInputError(ValueError):
+class ToolInputError(ReverieError, ValueError):
     """Arguments that are valid JSON but wrong for the tool; the message goes to the model."""
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from reverie.errors import ReverieError
+
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
@@ -28,7 +30,7 @@ MAX_NAME_BYTES = 255
 Access = Literal["read", "write", "list"]
 
 
-class PathDenied(Exception):
+class PathDenied(ReverieError):
     """A tool tried to touch a path its job does not allow. ``str()`` is safe to show the model."""
 
     def __init__(self, path: str, access: Access, reason: str) -> None:

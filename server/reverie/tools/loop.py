@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,6 @@ from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ToolCallRequ
 from reverie.redact import redact, redact_value
 from reverie.tools.fs import TOOLS, ToolOutcome, execute_tool, tool_specs
 from reverie.tools.gate import Denial, PathGate
-from reverie.tools.no_tools import looks_like_text_tool_call
 from reverie.transcripts.model import Usage
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,22 @@ MAX_EVENT_TEXT = 2000
 #: identical tool-call turns in a row that end the loop
 MAX_REPEATS = 3
 STREAM_EVENT_SECONDS = 1.0
+
+#: a tool call written out as text: {"name": "edit_file", "arguments": ...} and the like
+_TEXT_CALL = re.compile(
+    r"(<tool_call>|\"(?:name|tool|function)\"\s*:\s*\"(?P<name>[A-Za-z_]+)\"[^{}]{0,80}"
+    r"\"(?:arguments|parameters|input|args)\"\s*:)", re.DOTALL)
+
+
+def looks_like_text_tool_call(text: str, tool_names: Sequence[str]) -> bool:
+    """True when a reply without tool calls writes one out as text (models without a tool
+    template often do), naming one of the offered tools or using a ``<tool_call>`` tag."""
+    for match in _TEXT_CALL.finditer(text):
+        name = match.group("name")
+        if name is None or name in tool_names:
+            return True
+    return False
+
 
 
 @dataclass

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import orjson
 
+from reverie.agent_roots import AgentRoots
+from reverie.config import REVERIE_CLI_WORKDIR
 from reverie.transcripts import aider
-from reverie.transcripts.agent_roots import AgentRoots
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.claude import UUID_PATTERN as _UUID
 from reverie.transcripts.editor_discovery import editor_ref, editor_refs
@@ -36,7 +37,6 @@ from reverie.transcripts.generic import read_sidecar, sidecar_project
 from reverie.transcripts.lines import LineSplitter
 from reverie.transcripts.pathstyle import PathStyle
 from reverie.transcripts.refs import (
-    REVERIE_CLI_WORKDIR,
     SessionRef,
     belongs,
     is_reverie_cli_session,
@@ -428,16 +428,12 @@ def _under(path: Path, root: Path) -> bool:
     return True
 
 
-def discover_sessions(workspace: Path, agent_home: Path | None = None,
-                      editor: EditorPlaces | None = None,
+def discover_sessions(workspace: Path, agent_home: Path, editor: EditorPlaces | None = None,
                       notes: list[str] | None = None) -> list[SessionRef]:
-    """Every session of ``workspace`` under ``agent_home``, newest first: the terminal agents'
-    and the editor's own (``editor``: where those live, default detected under the agent home;
-    ``notes`` collects why editor storage folders were skipped)."""
-    if agent_home is None:
-        from reverie.config import Settings
-
-        agent_home = Settings().agent_home
+    """Every session of ``workspace`` under ``agent_home`` (``Settings.agent_home``), newest
+    first: the terminal agents' and the editor's own (``editor``: where those live, default
+    detected under the agent home; ``notes`` collects why editor storage folders were
+    skipped)."""
     workspace = Path(workspace)
     home = Path(agent_home).expanduser()
     roots = AgentRoots.for_home(home)
@@ -476,7 +472,7 @@ def discover_sessions(workspace: Path, agent_home: Path | None = None,
     return refs
 
 
-def current_session(workspace: Path, agent_home: Path | None = None,
+def current_session(workspace: Path, agent_home: Path,
                     editor: EditorPlaces | None = None) -> SessionRef | None:
     """The most recently appended main (not sub-agent) session of ``workspace``."""
     for ref in discover_sessions(workspace, agent_home, editor):
@@ -487,7 +483,7 @@ def current_session(workspace: Path, agent_home: Path | None = None,
 
 def sessions_touched_since(
     workspace: Path,
-    agent_home: Path | None,
+    agent_home: Path,
     since: datetime,
     exclude_session_id: str | None = None,
     editor: EditorPlaces | None = None,

@@ -10,17 +10,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-AgentName = Literal[
-    "claude-code", "codex", "gemini-cli", "aider", "generic",
-    # the editor's own agents (issue 25): VS Code's chat, the Cline family, Continue
-    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
-]
-#: agents whose sessions live in the editor's storage, not under the agent home
-EDITOR_AGENTS: tuple[AgentName, ...] = (
-    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
-)
+from reverie.types import EDITOR_AGENTS as EDITOR_AGENTS
+from reverie.types import AgentName as AgentName  # where readers have always found it
+from reverie.types import Usage as Usage
+
 Role = Literal["user", "assistant", "system", "tool"]
 
 
@@ -35,35 +30,6 @@ class ToolKind(StrEnum):
     WEB = "web"
     TASK = "task"
     OTHER = "other"
-
-
-class Usage(BaseModel):
-    """Token usage of one API message as recorded on one line (see ``Message.usage``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @property
-    def context_tokens(self) -> int:
-        """The conversation's context size at this message, as the spec counts it."""
-        return (
-            self.input_tokens
-            + self.cache_read_tokens
-            + self.cache_write_tokens
-            + self.output_tokens
-        )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
 
 
 class ToolCall(BaseModel):

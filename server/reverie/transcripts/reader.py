@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 
+from reverie.errors import UserError
 from reverie.transcripts import aider, cline, continue_dev, copilot, gemini
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
@@ -40,7 +41,7 @@ _CLAUDE_TYPES = {"user", "assistant", "summary", "system", "progress", "file-his
 _GEMINI_TYPES = {"user", "gemini", "info", "error", "warning"}
 
 
-class TranscriptError(Exception):
+class TranscriptError(UserError):
     """A transcript path that cannot be read at all. ``str(error)`` is one line for the user."""
 
 

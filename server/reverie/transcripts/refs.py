@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from reverie.config import REVERIE_CLI_WORKDIR
 from reverie.transcripts.model import AgentName
 from reverie.transcripts.pathstyle import PathStyle
 
@@ -48,11 +49,6 @@ def workspace_variants(workspace: Path) -> list[Path]:
     if resolved not in out:
         out.append(resolved)
     return out
-
-
-#: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
-#: own sessions are Reverie's model calls, never sessions to track or consolidate
-REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
 
 
 def is_reverie_cli_session(cwd: str | None) -> bool:

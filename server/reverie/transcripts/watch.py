@@ -38,8 +38,8 @@ from typing import Any, Protocol
 
 import watchfiles
 
+from reverie.agent_roots import AgentRoots
 from reverie.background import lower_thread_priority
-from reverie.transcripts.agent_roots import AgentRoots
 from reverie.transcripts.discovery import aider_history_files
 from reverie.transcripts.editor_discovery import editor_watch_roots
 from reverie.transcripts.editor_places import EditorPlaces
@@ -70,20 +70,14 @@ class SessionWatcher:
     def __init__(
         self,
         workspace: Path,
-        agent_home: Path | None = None,
-        debounce_ms: int | None = None,
+        agent_home: Path,
+        debounce_ms: int,
         *,
         tail_states: Mapping[str, TailState | dict[str, Any]] | None = None,
         prime: bool = True,
         worker: ParseWorker | None = None,
         editor: EditorPlaces | None = None,
     ) -> None:
-        if agent_home is None or debounce_ms is None:
-            from reverie.config import Settings
-
-            settings = Settings()
-            agent_home = agent_home if agent_home is not None else settings.agent_home
-            debounce_ms = debounce_ms if debounce_ms is not None else settings.watch_debounce_ms
         self.workspace = Path(workspace)
         self.agent_home = Path(agent_home).expanduser()
         self.debounce_ms = max(1, int(debounce_ms))
@@ -152,6 +146,8 @@ class SessionWatcher:
         stop_wait = asyncio.create_task(self._stop.wait())
         try:
             await self._until_ready(readies, tasks)
+            if self._stop.is_set():  # stopped while starting: no start-up scan to wait for
+                return
             for event in await reading.scan(not self._prime, started_ns):
                 yield event
             while not self._stop.is_set():

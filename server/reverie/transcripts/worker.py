@@ -31,6 +31,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from reverie.errors import ReverieError
 from reverie.priority import lower_process_priority
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class WorkerDied(BrokenProcessPool):
     """The worker process ended (killed, out of memory) while a call was waiting on it."""
 
 
-class UnknownReader(LookupError):
+class UnknownReader(ReverieError, LookupError):
     """The worker process has no reader under that key (it was restarted since)."""
 
 

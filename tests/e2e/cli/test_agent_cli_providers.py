@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reverie.samples import install_samples
-from reverie.testing.fake_agent_cli import install_fake_clis
+from support.fake_agent_cli import install_fake_clis
 
 pytestmark = pytest.mark.e2e
 

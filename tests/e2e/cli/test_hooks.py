@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from reverie.agents.compaction import HookSkip, parse_hook_input, pre_compact
 from reverie.config import ProjectPaths, Settings
+from reverie.services.hooks import HookSkip, parse_hook_input, pre_compact
 from reverie.session_memory.marker import marker_path
-from reverie.testing.fake_llm import FakeLLMServer, Step
+from support.fake_llm import FakeLLMServer, Step
 
 SESSION = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
 

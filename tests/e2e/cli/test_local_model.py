@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reverie.testing.scripts import load_script
+from bench import local_model as bench
 
 pytestmark = pytest.mark.e2e
 
@@ -22,16 +22,11 @@ SERVER = os.environ.get("REVERIE_LLAMA_SERVER")
 MODEL = os.environ.get("REVERIE_LOCAL_MODEL")
 
 
-def _bench():
-    return load_script(BENCH, "bench_local_model")
-
-
 @pytest.mark.skipif(not (SERVER and MODEL and Path(SERVER).is_file() and Path(MODEL).is_file()),
                     reason="no local model: set REVERIE_LLAMA_SERVER and REVERIE_LOCAL_MODEL "
                            "(python tests/bench/local_model.py --build makes both)")
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_notes_dream_and_sleep_against_a_real_local_model(provider: str) -> None:
-    bench = _bench()
     budget = 90.0
     result = bench.run_bench(Path(SERVER or ""), Path(MODEL or ""), provider=provider,
                              ignore_eos=True, budget=budget, max_output=256)

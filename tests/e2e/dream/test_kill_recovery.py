@@ -21,7 +21,7 @@ from reverie.config import Settings
 from reverie.dream.runner import DreamRequest, DreamRunner
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
-from reverie.memory.session import recover_memory_dir
+from reverie.memory.write import MemoryWriter
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +58,7 @@ def _wait(pid: int, timeout: float = 30.0) -> int:
 
 def _check_consistent(kit: SimpleNamespace, memory_dir: Path, before: dict[str, bytes],
                       after: dict[str, bytes], started: float) -> str:
-    recover_memory_dir(memory_dir)
+    MemoryWriter().recover(memory_dir)
     state = kit.snapshot(memory_dir)
     leftovers = [p.name for p in memory_dir.iterdir() if p.name.endswith(".tmp")]
     assert not leftovers, f"temp files left: {leftovers}"
@@ -189,7 +189,7 @@ def test_sigkill_of_the_real_cli_then_next_start_recovers(
         # `reverie lock` reads only: the killed run's state is as it was
         assert kit.snapshot(memory_dir) == killed
         assert ConsolidationLock(memory_dir).read() == killed_lock
-        recover_memory_dir(memory_dir)
+        MemoryWriter().recover(memory_dir)
         status = subprocess.run(
             [sys.executable, "-m", "reverie", "lock", "--json", "--workspace", str(workspace)],
             env=kit.cli_env(memory_dir), capture_output=True, text=True, timeout=60, check=True,

@@ -27,45 +27,66 @@ def push(s, session_id, messages, cwd=None, title=None):
     )
 
 
-async def test_pushed_chat_feeds_the_pipeline(start_server, workspace, reverie_env):
-    s = await start_server(init_options={"watchDebounceMs": 50, "dreamEnabled": False})
-    push(
-        s,
-        "chat-42",
-        [
-            {"role": "user", "text": f"Please add a retry to the uploader (token {SECRET})."},
-            {
-                "role": "assistant",
-                "content": "I will edit uploader.py.",
-                "toolCalls": [
-                    {"name": "edit", "input": {"path": "uploader.py"}, "filePaths": ["uploader.py"]}
-                ],
-                "usage": {"inputTokens": 12000, "outputTokens": 300},
-            },
-            {"role": "assistant", "text": "Done: retries with backoff."},
+CHAT = [
+    {"role": "user", "text": f"Please add a retry to the uploader (token {SECRET})."},
+    {
+        "role": "assistant",
+        "content": "I will edit uploader.py.",
+        "toolCalls": [
+            {"name": "edit", "input": {"path": "uploader.py"}, "filePaths": ["uploader.py"]}
         ],
-        title="uploader retries",
-    )
-    # the first extraction is due (12,000 context tokens): it runs on its own
+        "usage": {"inputTokens": 12000, "outputTokens": 300},
+    },
+    {"role": "assistant", "text": "Done: retries with backoff."},
+]
+
+
+async def pushed_chat(start_server, session_id="chat-42"):
+    """A server that was pushed CHAT and has written its first notes: the extraction is due at
+    once (12,000 context tokens) and runs on its own."""
+    s = await start_server(init_options={"watchDebounceMs": 50, "dreamEnabled": False})
+    push(s, session_id, CHAT, title="uploader retries")
     update = await s.wait_for_event(
-        "reverie/sessionNotesUpdated", lambda e: e["sessionId"] == "chat-42", timeout=30
+        "reverie/sessionNotesUpdated", lambda e: e["sessionId"] == session_id, timeout=30
     )
+    return s, update
+
+
+async def test_a_pushed_chat_gets_session_notes(start_server, workspace):
+    s, update = await pushed_chat(start_server)
     notes = await s.command("reverie.server.sessionNotes", {"sessionId": "chat-42"})
     assert notes["path"] == update["path"] and notes["exists"]
+    assert Path(notes["path"]).is_file()
+
+
+async def test_a_pushed_chat_is_the_current_session_and_listed(start_server, workspace):
+    s, _ = await pushed_chat(start_server)
     status = await s.command("reverie.server.status")
     assert status["currentSession"]["sessionId"] == "chat-42"
     assert status["currentSession"]["agent"] == "generic"
-    # the chat is kept as a transcript (0600), with the secret redacted before it is written
-    transcript = reverie_env["agent_home"] / ".reverie" / "sessions" / "chat-42.jsonl"
-    assert transcript.stat().st_mode & 0o777 == 0o600
-    assert SECRET not in transcript.read_text()
-    # it is listed like any other session
     listed = await s.command("reverie.server.listSessions")
     assert [r["sessionId"] for r in listed["sessions"]] == ["chat-42"]
 
-    # an invalid push is ignored (logged), and the server keeps serving
+
+async def test_a_pushed_chat_is_kept_private_with_its_secret_redacted(
+        start_server, workspace, reverie_env):
+    await pushed_chat(start_server)
+    transcript = reverie_env["agent_home"] / ".reverie" / "sessions" / "chat-42.jsonl"
+    assert transcript.stat().st_mode & 0o777 == 0o600
+    text = transcript.read_text()
+    assert SECRET not in text and "[REDACTED:" in text
+    assert "retries with backoff" in text  # the chat itself is kept
+
+
+async def test_an_invalid_push_is_ignored_and_the_server_keeps_serving(start_server, workspace):
+    s = await start_server(init_options={"watchDebounceMs": 50, "dreamEnabled": False})
     s.client.protocol.notify("reverie/appendMessages", {"sessionId": "", "messages": "nope"})
     push(s, "elsewhere", [{"role": "user", "text": "hi"}], cwd="/not/a/workspace")
+    assert (await s.command("reverie.server.status"))["sessionsTracked"] == 0
+    push(s, "chat-42", CHAT)  # a valid push after them still lands
+    await s.wait_for_event(
+        "reverie/sessionNotesUpdated", lambda e: e["sessionId"] == "chat-42", timeout=30
+    )
     assert (await s.command("reverie.server.status"))["sessionsTracked"] == 1
 
 

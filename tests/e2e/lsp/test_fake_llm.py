@@ -1,4 +1,4 @@
-"""The server against a real HTTP fake provider (``reverie.testing.fake_llm``): model-written
+"""The server against a real HTTP fake provider (``support.fake_llm``): model-written
 notes and memory, progress with turns, cancellation (command and progress), expected errors,
 and shutdown rolling a running dream's lock back."""
 
@@ -9,7 +9,7 @@ import re
 import pytest
 from lsprotocol import types
 
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 
 from .agents import SPOTTER, SPOTTER_ID, TOOL_HEAVY, append_lines, place
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step
+from support.fake_llm import FakeLLMServer, FakeRequest, Step
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,7 @@ async def test_unreachable_endpoint_is_reported_not_raised(start_server) -> None
 async def test_provider_picker_lists_the_clis_found_here(start_server, tmp_path) -> None:
     import os
 
-    from reverie.testing.fake_agent_cli import install_fake_clis
+    from support.fake_agent_cli import install_fake_clis
 
     bin_dir = tmp_path / "bin"
     install_fake_clis(bin_dir)
@@ -82,7 +82,7 @@ async def test_provider_picker_lists_the_clis_found_here(start_server, tmp_path)
 async def test_connection_test_through_a_cli_provider(start_server, tmp_path) -> None:
     import os
 
-    from reverie.testing.fake_agent_cli import install_fake_clis
+    from support.fake_agent_cli import install_fake_clis
 
     bin_dir = tmp_path / "bin"
     install_fake_clis(bin_dir)

@@ -13,14 +13,13 @@ import os
 import signal
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import psutil
 
+from bench import scale
 from reverie.config import ProjectPaths, Settings
 from reverie.session_memory.template import default_template
-from reverie.testing.scripts import load_script
 
 from .agents import claude_session_path
 
@@ -37,13 +36,9 @@ def hand_notes() -> str:
     return text.replace(steps, steps + "\nA line typed by hand.\n", 1)
 
 
-def _scale() -> ModuleType:
-    return load_script(BENCH, "reverie_bench_scale")
-
-
 def big_session(agent_home: Path, workspace: Path, megabytes: float) -> Path:
     path = claude_session_path(agent_home, workspace, f"{SESSION_ID}.jsonl")
-    _scale().write_session(path, int(megabytes * (1 << 20)), "mix", 5, str(workspace))
+    scale.write_session(path, int(megabytes * (1 << 20)), "mix", 5, str(workspace))
     return path
 
 
@@ -134,7 +129,6 @@ async def test_killed_notes_worker_leaves_notes_intact(start_server, workspace, 
 
 
 async def test_killed_dream_worker_leaves_memory_as_it_was(start_server, workspace, reverie_env):
-    scale = _scale()
     folder = claude_session_path(reverie_env["agent_home"], workspace, "x").parent
     for n in range(12):
         scale.write_session(folder / f"{n:08d}-0000-4000-8000-000000000000.jsonl", 1 << 20,

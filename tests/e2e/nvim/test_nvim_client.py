@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 
 SCRIPT = Path(__file__).with_name("reverie_client.lua")
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]  # one real editor at a time
 
 
 def run_nvim(

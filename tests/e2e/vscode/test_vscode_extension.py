@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 
+from e2e.vscode import workbench
 from reverie.config import ProjectPaths, Settings
-from reverie.testing.scripts import load_script
 
-pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+# one real editor at a time, on one xdist worker: two code-servers with their Chromiums on a
+# 2-core machine would each miss their timeouts
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
-workbench = load_script(Path(__file__).with_name("workbench.py"), "reverie_e2e_vscode_workbench")
 shot = workbench.shot
 run_command = workbench.run_command
 notification_centre = workbench.notification_centre
@@ -262,7 +263,7 @@ def test_a_running_dream_is_cancelled_from_its_notification(
     it and memory stays exactly as it was."""
     from playwright.sync_api import expect
 
-    from reverie.testing.fake_llm import FakeLLMServer, Step
+    from support.fake_llm import FakeLLMServer, Step
 
     memory = memory_dir_of(code_server)
     before = {p.name: p.read_bytes() for p in memory.glob("*.md")}

@@ -37,12 +37,12 @@ from typing import Any
 
 import pytest
 
-from reverie.testing.fake_llm import FakeLLMServer
-from reverie.testing.scripts import load_script
+from e2e.vscode import workbench
+from support.fake_llm import FakeLLMServer
 
-pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+# one real editor at a time (see test_vscode_extension.py)
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
-workbench = load_script(Path(__file__).with_name("workbench.py"), "reverie_e2e_vscode_workbench")
 
 #: Python that records, outside the repository, that Python imported a file of the repository
 LOGGER = """import os, sys

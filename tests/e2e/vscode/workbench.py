@@ -1,7 +1,6 @@
 """What the real-VS-Code tests do in the workbench: palette commands, the notification centre,
 screenshots (artefacts, and docs/images on request), failure context, and finding the language
-server the extension started. Loaded by each test module with ``load_script`` (the tests are not
-a package)."""
+server the extension started (``from e2e.vscode import workbench``)."""
 
 from __future__ import annotations
 

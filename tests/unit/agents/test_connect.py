@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from reverie.agents.connection import ConnectError, connect, connections, disconnect
-from reverie.agents.ledger import AGENTS, load_ledger
+from reverie.agents.ledger import load_ledger
 from reverie.config import ProjectPaths, Settings
+from reverie.types import CONNECTABLE_AGENTS as AGENTS
 
 
 @pytest.fixture

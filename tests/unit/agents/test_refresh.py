@@ -12,6 +12,7 @@ from reverie.dream.runner import DreamRequest, DreamRunner
 from reverie.events import EventRecorder
 from reverie.memory.undo import undo_run
 from reverie.samples import install_samples
+from reverie.services.wiring import memory_writer
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ async def test_copies_follow_a_dream_and_its_undo_imports_are_left_alone(
     claude_local = (workspace / "CLAUDE.local.md").read_bytes()
     assert "(no memory consolidated yet)" in agents_md.read_text()
 
-    result = await DreamRunner(settings, EventRecorder()).run(
+    result = await DreamRunner(settings, EventRecorder(), writer=memory_writer()).run(
         DreamRequest(workspace=workspace, manual=True))
     assert result.error is None and result.files_touched
     memory = ProjectPaths(settings, workspace).memory_dir
@@ -58,7 +59,7 @@ async def test_copies_follow_a_dream_and_its_undo_imports_are_left_alone(
     assert f"Applies only when working in `{workspace}`" in gemini_block
     assert (workspace / "CLAUDE.local.md").read_bytes() == claude_local  # an import: no copy
 
-    await undo_run(memory, result.run_id)
+    await undo_run(memory_writer(), memory, result.run_id)
     assert "(no memory consolidated yet)" in block_of(agents_md.read_text(), "codex")
     assert "(no memory consolidated yet)" in block_of(gemini_md.read_text(), "gemini")
 
@@ -72,7 +73,7 @@ async def test_a_block_the_user_deleted_is_not_brought_back(
     settings = Settings()
     connect("gemini", workspace, "project", settings)
     (workspace / "GEMINI.md").write_text("my own text only\n")
-    result = await DreamRunner(settings, EventRecorder()).run(
+    result = await DreamRunner(settings, EventRecorder(), writer=memory_writer()).run(
         DreamRequest(workspace=workspace, manual=True))
     assert result.error is None and result.files_touched
     assert (workspace / "GEMINI.md").read_text() == "my own text only\n"
@@ -86,7 +87,7 @@ async def test_claude_code_project_scope_holds_a_refreshed_copy(
     assert result.mode == "copy" and any("CLAUDE.md gets a copy" in n for n in result.notes)
     claude_md = workspace / "CLAUDE.md"
     assert "\n@/" not in claude_md.read_text()  # no import of a path on this machine
-    dream = await DreamRunner(settings, EventRecorder()).run(
+    dream = await DreamRunner(settings, EventRecorder(), writer=memory_writer()).run(
         DreamRequest(workspace=workspace, manual=True))
     assert dream.error is None
     memory = ProjectPaths(settings, workspace).memory_dir

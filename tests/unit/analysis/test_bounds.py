@@ -57,9 +57,9 @@ def test_one_enormous_tool_output_is_cheap() -> None:
         Message(id="r", role="user", tool_results=[ToolResult(
             call_id="c", is_error=True, exit_code=2, output=huge + "make: *** [all] Error 2")]),
     ]
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the bound holds on a busy machine too
     analysis = analyse_session(messages)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     [error] = analysis.errors
     assert error.error == "make: *** [all] Error 2"  # found in the tail, not the 50 MB
 

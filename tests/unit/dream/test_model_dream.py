@@ -14,7 +14,7 @@ from reverie.events import EventRecorder
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
 from reverie.memory.store import check_index, read_topic
-from reverie.testing.fake_llm import FakeLLMServer, Step
+from support.fake_llm import FakeLLMServer, Step
 
 DEPLOY = ("---\nname: Deploy\ndescription: how we deploy\ntype: project\n---\n\n"
           "Deployed yesterday with `fly deploy`; token "

@@ -14,7 +14,7 @@ from reverie.events import EventRecorder
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
 from reverie.memory.store import check_index
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step
+from support.fake_llm import FakeLLMServer, FakeRequest, Step
 
 TOPIC = ("---\nname: Testing\ndescription: how tests run\ntype: project\n---\n\n"
          "Run `pytest -q`; key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 fixed yesterday\n")
@@ -35,7 +35,7 @@ def _snapshot(memory: Path) -> dict[str, bytes]:
 
 def assert_lock_free(memory: Path) -> None:
     lock = ConsolidationLock(memory)
-    assert lock.try_acquire(), "the lock was released"
+    assert lock.try_acquire(lambda: False), "the lock was released"
     lock.rollback()
 
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,11 +17,10 @@ from reverie.events import EventRecorder
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
 from reverie.memory.store import check_index, read_topic
+from reverie.memory.write import MemoryWriter
 
 
-def _runner(**env: str) -> tuple[DreamRunner, EventRecorder]:
-    for key, value in env.items():
-        os.environ[key] = value
+def _runner() -> tuple[DreamRunner, EventRecorder]:
     recorder = EventRecorder()
     return DreamRunner(Settings(), recorder), recorder
 
@@ -150,7 +150,7 @@ async def test_lock_busy(workspace: Path) -> None:
     memory = ProjectPaths(Settings(), workspace).memory_dir
     holder = ConsolidationLock(memory)
     memory.mkdir(parents=True)
-    assert holder.try_acquire()
+    assert holder.try_acquire(lambda: False)
     result = await runner.run(DreamRequest(workspace=workspace, manual=True))
     assert result.skipped_reason == "lock_busy" and not result.ran
     holder.rollback()
@@ -226,30 +226,34 @@ async def test_submit_is_one_per_memory_dir_and_drain_waits(workspace: Path) -> 
 
 async def test_cancelled_run_emits_cancelled_and_changes_nothing(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cancelled once the engine has written the staging copy, while its worker is still busy
+    (the ``run=`` / ``abort=`` seams the language server fills with a worker process)."""
     monkeypatch.setenv("REVERIE_TEST_SLOW_APPLY_SECONDS", "0")
-    runner, events = _runner()
-    from reverie.dream import runner as runner_module
+    engine_done = asyncio.Event()
+    aborted = asyncio.Event()
 
-    started = asyncio.Event()
-    original = runner_module.DreamRunner._offline
-
-    def slow_offline(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        result = original(self, *args, **kwargs)
-        started.set()
-        time.sleep(0.3)
+    async def run_then_stay_busy(func: Any, *args: Any) -> Any:
+        result = await asyncio.to_thread(func, *args)
+        engine_done.set()
+        await aborted.wait()  # a worker that only stops when told to
         return result
 
-    monkeypatch.setattr(runner_module.DreamRunner, "_offline", slow_offline)
+    async def abort() -> None:
+        aborted.set()
+
+    events = EventRecorder()
+    runner = DreamRunner(Settings(), events, run=run_then_stay_busy, abort=abort)
     task = asyncio.create_task(runner.run(DreamRequest(workspace=workspace, manual=True)))
-    while not started.is_set():
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(engine_done.wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert aborted.is_set()  # the busy worker was stopped, not waited for
     memory = ProjectPaths(Settings(), workspace).memory_dir
     assert not (memory / "MEMORY.md").exists()
     assert not (memory / ".consolidate-lock").exists()
     assert events.of_type("cancelled")
+    assert not events.of_type("complete")
 
 
 def test_scan_throttle_is_per_dir_and_expires(tmp_path: Path) -> None:
@@ -324,7 +328,7 @@ async def test_broken_inputs_are_repaired_and_undoable(workspace: Path) -> None:
     assert events.of_type("complete")[0].payload["repairs"]
     from reverie.memory.undo import undo_run
 
-    await undo_run(memory)
+    await undo_run(MemoryWriter(), memory)
     assert (memory / "MEMORY.md").read_text() == broken_index
 
 

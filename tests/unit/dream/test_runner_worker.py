@@ -4,12 +4,11 @@ result as in a thread; a cancelled dream stops the worker and leaves memory as i
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
+from bench import scale
 from reverie.config import ProjectPaths, Settings, claude_project_slug
 from reverie.dream.runner import DreamRequest, DreamRunner
 from reverie.events import EventRecorder
@@ -17,15 +16,8 @@ from reverie.memory.lock import ConsolidationLock
 from reverie.memory.store import visible_files
 from reverie.transcripts.worker import ParseWorker
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "scale.py"
-
 
 def _history(agent_home: Path, workspace: Path, sessions: int, size: int) -> None:
-    spec = importlib.util.spec_from_file_location("reverie_bench_scale", BENCH)
-    assert spec is not None and spec.loader is not None
-    scale = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = scale
-    spec.loader.exec_module(scale)
     folder = agent_home / ".claude" / "projects" / claude_project_slug(str(workspace))
     for n in range(sessions):
         scale.write_session(folder / f"{n:08d}-0000-4000-8000-000000000000.jsonl", size, "mix",

@@ -11,7 +11,7 @@ from reverie.llm.anthropic import AnthropicClient
 from reverie.llm.http import HttpModelClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.retry import RetryPolicy
-from reverie.testing.fake_llm import FakeLLMServer
+from support.fake_llm import FakeLLMServer
 
 API_KEY = "sk-test-SECRET-7f3a9c1e5b2d4e6f"
 

@@ -11,8 +11,8 @@ from reverie.llm.batch import BatchRequest, run_batch
 from reverie.llm.http import HttpModelClient
 from reverie.llm.offline import OfflineClient
 from reverie.llm.types import ChatMessage
-from reverie.testing.clock import FakeClock
-from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
+from support.clock import FakeClock
+from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 ClientFactory = Callable[..., HttpModelClient]
 

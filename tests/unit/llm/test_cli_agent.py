@@ -23,8 +23,8 @@ from reverie.llm.errors import (
 )
 from reverie.llm.factory import make_client
 from reverie.llm.types import ChatMessage
-from reverie.testing.fake_agent_cli import install_fake_clis
-from reverie.tools.no_tools import NotesRewrite
+from reverie.session_memory.llm_writer import NotesRewrite
+from support.fake_agent_cli import install_fake_clis
 
 CLIS = {"claude-code-cli": "claude", "codex-cli": "codex", "gemini-cli": "gemini"}
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reverie.llm.cli_agent import SPECS, CliSpec
-from reverie.testing.fake_agent_cli import __file__ as FAKE_MODULE
+from support.fake_agent_cli import __file__ as FAKE_MODULE
 
 CACHE = Path(os.environ.get("REVERIE_AGENT_CLI_CACHE",
                             Path.home() / ".cache" / "reverie-agent-clis"))

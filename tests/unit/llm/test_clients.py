@@ -24,7 +24,7 @@ from reverie.llm.errors import (
 from reverie.llm.http import HttpModelClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage, ToolCallRequest, ToolSpec
-from reverie.testing.fake_llm import FakeLLMServer, Step, ToolCallSpec, estimate_input_tokens
+from support.fake_llm import FakeLLMServer, Step, ToolCallSpec, estimate_input_tokens
 
 from .conftest import API_KEY, RecordingSleep
 
@@ -245,7 +245,7 @@ async def test_read_timeout_retries_then_fails(
     started = time.monotonic()
     with pytest.raises(LLMTimeoutError) as info:
         await make_client(request_timeout=0.2, max_retries=1).complete(_user("hi"))
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0  # two 0.2 s timeouts, never the 5 s reply
     assert "REVERIE_REQUEST_TIMEOUT_SECONDS" in str(info.value)
     assert len(server.model_requests()) == 2
     assert len(sleeps.delays) == 1
@@ -292,7 +292,7 @@ async def test_cancellation_mid_request_returns_promptly(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5  # at once, not after the 30 s reply (a loaded machine)
     assert len(server.model_requests()) == 1  # no retry after a cancel
 
 

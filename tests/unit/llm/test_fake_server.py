@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reverie.testing.fake_llm import FakeLLMServer, Scenario, Step
+from support.fake_llm import FakeLLMServer, Scenario, Step
+from support.processes import support_env
 
 
 def test_standalone_process_with_scenario_and_port_file(tmp_path: Path) -> None:
@@ -20,7 +21,7 @@ def test_standalone_process_with_scenario_and_port_file(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(scenario.model_dump_json())
     responder = tmp_path / "resp.py"
     responder.write_text(
-        "from reverie.testing.fake_llm import Step\n"
+        "from support.fake_llm import Step\n"
         "def respond(req):\n"
         "    return Step.reply('echo: ' + req.last_user_text) if 'echo' in req.last_user_text"
         " else None\n"
@@ -28,10 +29,10 @@ def test_standalone_process_with_scenario_and_port_file(tmp_path: Path) -> None:
     port_file = tmp_path / "port"
     record = tmp_path / "requests.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reverie.testing.fake_llm", "--scenario", str(tmp_path / "s.json"),
+        [sys.executable, "-m", "support.fake_llm", "--scenario", str(tmp_path / "s.json"),
          "--port-file", str(port_file), "--responder", f"{responder}:respond",
          "--record-file", str(record)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=support_env(),
     )
     try:
         deadline = time.monotonic() + 15

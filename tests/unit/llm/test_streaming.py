@@ -20,7 +20,7 @@ from reverie.llm.errors import (
 )
 from reverie.llm.http import HttpModelClient
 from reverie.llm.types import ChatMessage, ToolSpec
-from reverie.testing.fake_llm import FakeLLMServer, Step, StepUsage, ToolCallSpec
+from support.fake_llm import FakeLLMServer, Step, StepUsage, ToolCallSpec
 
 ClientFactory = Callable[..., HttpModelClient]
 EDIT = ToolSpec(name="edit_file", description="edit",

@@ -36,16 +36,21 @@ async def test_tidy_runs_only_when_quiet_and_not_busy() -> None:
     keeper = HeapKeeper(idle_seconds=0.05)
     busy = True
     try:
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a  # a reference cycle, frozen by the intake's settle
+        probe = weakref.ref(a)
         keeper.settle()
+        del a, b
         task = asyncio.create_task(keeper.tidy_when_idle(lambda: busy, check_seconds=0.01))
-        await asyncio.sleep(0.15)
-        assert keeper._frozen_since_tidy  # busy: no full collection yet
+        await asyncio.sleep(0.15)  # well past idle_seconds
+        gc.collect()
+        assert probe() is not None  # busy: no tidy, so the frozen cycle is still there
         busy = False
-        for _ in range(100):
-            if not keeper._frozen_since_tidy:
+        for _ in range(300):
+            if probe() is None:
                 break
             await asyncio.sleep(0.01)
-        assert not keeper._frozen_since_tidy
+        assert probe() is None  # quiet and not busy: the tidy freed it
         task.cancel()
     finally:
         gc.unfreeze()

@@ -13,8 +13,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from reverie.lsp.adapters import ConversationDigests
 from reverie.lsp.diagnostics import line_range, notes_diagnostics
+from reverie.lsp.digests import ConversationDigests
 from reverie.lsp.handlers import parse_args
 from reverie.lsp.log import ClientLogHandler
 from reverie.lsp.protocol import AppendMessagesParams, CancelJobArgs, DreamArgs, SleepArgs

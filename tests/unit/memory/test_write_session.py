@@ -11,14 +11,10 @@ import pytest
 
 from reverie.memory.history import HistoryError, MemoryHistory
 from reverie.memory.lock import ConsolidationLock, LockBusy
-from reverie.memory.session import (
-    MemoryValidationError,
-    MemoryWriteSession,
-    recover_memory_dir_detail,
-)
 from reverie.memory.store import visible_files
 from reverie.memory.transaction import Journal, MemoryTransaction, TransactionError
 from reverie.memory.undo import undo_run
+from reverie.memory.write import MemoryValidationError, MemoryWriter
 
 TOPIC = "---\nname: {n}\ndescription: about {n}\ntype: project\n---\n\n# {n}\n\n- fact\n"
 
@@ -34,7 +30,7 @@ def _seed(memory_dir: Path) -> None:
 
 
 async def _write(memory_dir: Path, source: str = "manual", **files: str | None) -> object:
-    session = MemoryWriteSession(memory_dir, source=source, sessions=["s-1"])  # type: ignore[arg-type]
+    session = MemoryWriter().open(memory_dir, source=source, sessions=["s-1"])  # type: ignore[arg-type]
     async with session as staged:
         for name, text in files.items():
             path = staged.path / name.replace("__", ".")
@@ -69,7 +65,7 @@ async def test_error_inside_block_leaves_live_dir_byte_identical(tmp_path: Path)
     _seed(mem)
     before = _state(mem)
     with pytest.raises(RuntimeError):
-        async with MemoryWriteSession(mem, source="manual") as staged:
+        async with MemoryWriter().open(mem, source="manual") as staged:
             (staged.path / "build.md").write_text("clobbered")
             (staged.path / "new.md").write_text("new")
             raise RuntimeError("model returned nonsense")
@@ -85,7 +81,7 @@ async def test_cancellation_leaves_live_dir_unchanged(tmp_path: Path) -> None:
     entered = asyncio.Event()
 
     async def body() -> None:
-        async with MemoryWriteSession(mem, source="auto") as staged:
+        async with MemoryWriter().open(mem, source="auto") as staged:
             (staged.path / "build.md").write_text("half-written")
             entered.set()
             await asyncio.sleep(30)
@@ -121,7 +117,7 @@ async def test_busy_lock_raises_lock_busy(tmp_path: Path) -> None:
     mem = tmp_path / "mem"
     _seed(mem)
     holder = ConsolidationLock(mem)
-    assert holder.try_acquire()
+    assert holder.try_acquire(lambda: False)
     with pytest.raises(LockBusy):
         await _write(mem, x__md="x")
     holder.rollback()
@@ -142,14 +138,14 @@ async def test_undo_restores_deleted_topic_and_is_recorded(tmp_path: Path) -> No
     first = await _write(mem, MEMORY__md="# Memory\n", build__md=None)
     assert not (mem / "build.md").exists()
     assert first.record.removed == ["build.md"]
-    undo = await undo_run(mem)
+    undo = await undo_run(MemoryWriter(), mem)
     assert _state(mem) == original
     runs = MemoryHistory(mem).runs()
     assert [r.source for r in runs] == ["undo", "manual"]
     assert runs[0].undoes == first.run_id and runs[0].added == ["build.md"]
     assert undo.record is not None
     # undoing the undo brings the deletion back: undo is a run like any other
-    await undo_run(mem)
+    await undo_run(MemoryWriter(), mem)
     assert not (mem / "build.md").exists()
 
 
@@ -161,10 +157,10 @@ async def test_undo_of_an_older_run_by_prefix_and_unknown_id(tmp_path: Path) -> 
                          MEMORY__md="# Memory\n\n- [Build](build.md) - b\n- [A](a.md) - a\n")
     await _write(mem, b__md=TOPIC.format(n="B"), MEMORY__md=(
         "# Memory\n\n- [Build](build.md) - b\n- [A](a.md) - a\n- [B](b.md) - b\n"))
-    await undo_run(mem, first.run_id[:18])
+    await undo_run(MemoryWriter(), mem, first.run_id[:18])
     assert _state(mem) == original
     with pytest.raises(HistoryError):
-        await undo_run(mem, "nope")
+        await undo_run(MemoryWriter(), mem, "nope")
 
 
 async def test_hand_edits_between_runs_are_kept_in_history(tmp_path: Path) -> None:
@@ -174,7 +170,7 @@ async def test_hand_edits_between_runs_are_kept_in_history(tmp_path: Path) -> No
     (mem / "build.md").write_text(TOPIC.format(n="Build") + "- edited by hand\n")
     hand = _state(mem)
     await _write(mem, build__md=TOPIC.format(n="Build") + "- three\n")
-    await undo_run(mem)
+    await undo_run(MemoryWriter(), mem)
     assert _state(mem) == hand  # "before that run" includes the hand edit
     sources = [r.source for r in MemoryHistory(mem).runs(include_edits=True)]
     assert sources == ["undo", "manual", "edit", "manual", "edit"]
@@ -198,7 +194,7 @@ def test_interrupted_apply_is_completed_by_recovery(tmp_path: Path) -> None:
     """Simulate a crash right after the commit point: journal written, nothing applied."""
     mem = tmp_path / "mem"
     _seed(mem)
-    session = MemoryWriteSession(mem, source="manual")
+    session = MemoryWriter().open(mem, source="manual")
     staged = session.enter()
     (staged.path / "build.md").write_text(TOPIC.format(n="Build") + "- new\n")
     tx = session.transaction
@@ -222,7 +218,7 @@ def test_interrupted_apply_is_completed_by_recovery(tmp_path: Path) -> None:
     lock.path.write_text(str(dead.pid))
     prior = lock.prior_path.read_text().replace(str(os.getpid()), str(dead.pid))
     lock.prior_path.write_text(prior)
-    detail = recover_memory_dir_detail(mem)
+    detail = MemoryWriter().recover(mem)
     assert detail.completed_apply and not detail.restored_lock
     assert (mem / "build.md").read_text().endswith("- new\n")
     assert MemoryHistory(mem).runs()[0].run_id == "r1"
@@ -235,10 +231,10 @@ def test_symlinked_or_file_memory_dir_is_refused(tmp_path: Path) -> None:
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
     with pytest.raises(TransactionError, match="symlink"):
-        MemoryWriteSession(tmp_path / "link", source="manual").enter()
+        MemoryWriter().open(tmp_path / "link", source="manual").enter()
     (tmp_path / "file").write_text("x")
     with pytest.raises(TransactionError, match="not a directory"):
-        MemoryWriteSession(tmp_path / "file", source="manual").enter()
+        MemoryWriter().open(tmp_path / "file", source="manual").enter()
 
 
 def test_transaction_changes_and_abort(tmp_path: Path) -> None:

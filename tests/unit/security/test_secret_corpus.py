@@ -1,6 +1,6 @@
 """No planted secret reaches a file, the history, a log or a model request.
 
-70 secrets of 44 kinds (``reverie.testing.secrets``) are planted in every position of every agent
+70 secrets of 44 kinds (``support.secrets``) are planted in every position of every agent
 format: Claude Code (``summary`` title, user text, assistant text, thinking, ``tool_use`` input
 incl. nested edits, ``tool_result``), Codex rollouts (user / assistant messages, reasoning
 summaries, function call arguments and output, event messages), Gemini CLI JSON (user / model
@@ -30,8 +30,8 @@ import pytest
 from dulwich.repo import Repo
 
 from reverie.config import claude_project_slug
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
-from reverie.testing.secrets import Planted, planted_secrets
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.secrets import Planted, planted_secrets
 
 PLANTED = planted_secrets(17)
 NOW = datetime.now(UTC).replace(microsecond=0)

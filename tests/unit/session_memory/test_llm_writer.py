@@ -14,7 +14,7 @@ from reverie.config import Settings
 from reverie.events import EventRecorder
 from reverie.session_memory.manager import SessionMemoryManager
 from reverie.session_memory.template import check_notes
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step
+from support.fake_llm import FakeLLMServer, FakeRequest, Step
 
 from .conftest import Conversation
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventRecorder
+from reverie.session_memory.cursor import MessageCursor
 from reverie.session_memory.manager import SessionMemoryManager
+from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
+from reverie.session_memory.source import InMemoryConversation, RecentContext
 from reverie.session_memory.state import load_state
 from reverie.session_memory.template import check_notes, default_template
+from reverie.transcripts.digest import MessageDigest
+from reverie.transcripts.model import Message
 from reverie.transcripts.reader import load_transcript
 
 from .conftest import CLAUDE_INLINE, Conversation
@@ -182,21 +189,40 @@ async def test_template_override_is_used(reverie_env: dict[str, Path]) -> None:
     assert "# Extra\n_Mine_" in text and "# Files and Functions" not in text
 
 
-async def test_hand_edit_during_extraction_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+@dataclass
+class _SavedByHandWhileWriting:
+    """A conversation (``extract_conversation``'s seam) during whose offline run the user saves
+    the notes by hand."""
+
+    inner: InMemoryConversation
+    notes: Path
+
+    def digests(self) -> Sequence[MessageDigest]:
+        return self.inner.digests()
+
+    def snapshot(self) -> _SavedByHandWhileWriting:
+        return self
+
+    async def messages(self) -> list[Message]:
+        return await self.inner.messages()
+
+    async def recent(self, after: MessageCursor | None, *, full: bool, overlap: int,
+                     budget_chars: int) -> RecentContext:
+        return await self.inner.recent(after, full=full, overlap=overlap,
+                                       budget_chars=budget_chars)
+
+    async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
+        self.notes.parent.mkdir(parents=True, exist_ok=True)
+        self.notes.write_text(job.current_notes + "\nhand typed\n")
+        return await self.inner.offline_notes(job)
+
+
+async def test_hand_edit_during_extraction_is_kept() -> None:
     """If the user saves the notes while a writer runs, the writer's result is dropped."""
-    from reverie.session_memory import manager as manager_module
-
     conv = _long_conversation(3)
-    events = EventRecorder()
-    manager = SessionMemoryManager(Settings(), events)
+    manager = SessionMemoryManager(Settings(), EventRecorder())
     notes = manager.notes_path(conv.session.id, WORKSPACE)
-    real_build = manager_module.OfflineWriter.write
-
-    async def slow_write(self, request):  # the user types while the writer works
-        notes.write_text(request.current_notes + "\nhand typed\n")
-        return await real_build(self, request)
-
-    monkeypatch.setattr(manager_module.OfflineWriter, "write", slow_write)
-    result = await manager.extract(conv.session, conv.messages, WORKSPACE, force=True)
+    typing = _SavedByHandWhileWriting(InMemoryConversation(conv.messages), notes)
+    result = await manager.extract_conversation(conv.session, typing, WORKSPACE, force=True)
     assert result.error and "hand edit is kept" in result.error
     assert notes.read_text().endswith("\nhand typed\n")

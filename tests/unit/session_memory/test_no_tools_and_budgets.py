@@ -13,7 +13,7 @@ import pytest
 from reverie.events import EventRecorder
 from reverie.session_memory.manager import SessionMemoryManager
 from reverie.session_memory.template import check_notes
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 
 from .conftest import Conversation
 from .test_llm_writer import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from reverie.agents.connection import connect
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventRecorder
+from reverie.services.wiring import memory_writer
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.tracing import SleepTracer
 
@@ -15,7 +16,7 @@ async def test_codex_copy_is_refreshed_after_rem(workspace) -> None:
     agents_md = workspace.root / "AGENTS.md"
     assert "(no memory consolidated yet)" in agents_md.read_text()
 
-    report = await SleepCycle(settings, events=EventRecorder(),
+    report = await SleepCycle(settings, events=EventRecorder(), writer=memory_writer(),
                               tracer=SleepTracer(use_otel=False)).run(workspace.root)
     assert report.run_id is not None
     memory = ProjectPaths(settings, workspace.root).memory_dir

@@ -17,8 +17,8 @@ from reverie.config import ProjectPaths, Settings
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
-from reverie.testing.clock import FakeClock
-from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
+from support.clock import FakeClock
+from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 NAYA_FIXTURE = ("codex/codemie-code/sessions/2026/05/11/"
                 "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl")

@@ -14,12 +14,12 @@ import pytest
 
 from reverie.config import ProjectPaths, Settings
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import LOCK_NAME
+from reverie.memory.paths import LOCK_NAME
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
-from reverie.testing.clock import FakeClock
-from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
+from support.clock import FakeClock
+from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 from .conftest import CLAUDE_ID
 

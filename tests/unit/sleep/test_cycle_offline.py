@@ -13,7 +13,7 @@ from pathlib import Path
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventRecorder
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import LOCK_NAME
+from reverie.memory.paths import LOCK_NAME
 from reverie.memory.store import blocking_problems, check_index
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from reverie.config import ProjectPaths, Settings
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import LOCK_NAME, ConsolidationLock
+from reverie.memory.lock import ConsolidationLock
+from reverie.memory.paths import LOCK_NAME
 from reverie.memory.store import visible_files
 from reverie.memory.undo import undo_run
+from reverie.memory.write import MemoryWriter
 from reverie.sleep.cycle import SleepCycle, history_pruner
 from reverie.sleep.tracing import SleepTracer
 
@@ -35,8 +37,8 @@ async def _three_runs_tonight(settings: Settings, workspace: Path) -> MemoryHist
     assert report.run_id is not None
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     slept = _state(memory_dir)
-    undone = await undo_run(memory_dir, report.run_id)
-    await undo_run(memory_dir, undone.run_id)
+    undone = await undo_run(MemoryWriter(), memory_dir, report.run_id)
+    await undo_run(MemoryWriter(), memory_dir, undone.run_id)
     history = MemoryHistory(memory_dir)
     assert [r.source for r in history.runs()] == ["undo", "undo", "sleep"]
     assert _state(memory_dir) == slept and "MEMORY.md" in slept
@@ -81,7 +83,7 @@ async def test_retention_of_zero_or_less_keeps_every_run(workspace) -> None:
     runs = history.runs()
     for days in (0, -1):
         settings = Settings(history_retention_days=days, **KEEP_FILES)
-        assert history_pruner(settings, history.memory_dir) is None
+        assert history_pruner(settings, history.memory_dir, MemoryWriter()) is None
         moment = datetime.now().astimezone() + timedelta(days=5000)
         report = await SleepCycle(settings, clock=lambda m=moment: m,
                                   tracer=SleepTracer(use_otel=False)).run(workspace.root)
@@ -95,7 +97,7 @@ async def test_pruning_waits_for_no_one_while_a_dream_holds_the_lock(workspace) 
     history = await _three_runs_tonight(Settings(), workspace.root)
     runs = history.runs()
     dream = ConsolidationLock(history.memory_dir)
-    assert dream.try_acquire()  # a live holder (this process) with a fresh lock
+    assert dream.try_acquire(lambda: False)  # a live holder (this process) with a fresh lock
     try:
         report = await _later(200).run(workspace.root)
         assert report.housekeeping is not None
@@ -110,4 +112,4 @@ async def test_pruning_waits_for_no_one_while_a_dream_holds_the_lock(workspace) 
 
 
 def test_no_pruner_before_anything_was_recorded(tmp_path: Path) -> None:
-    assert history_pruner(Settings(), tmp_path / "memory") is None
+    assert history_pruner(Settings(), tmp_path / "memory", MemoryWriter()) is None

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from reverie.config import ProjectPaths, Settings
 from reverie.memory.history import MemoryHistory
-from reverie.memory.lock import LOCK_NAME
+from reverie.memory.paths import LOCK_NAME
 from reverie.sleep.cycle import SleepCycle
 from reverie.sleep.entries import load_entries
 from reverie.sleep.tracing import SleepTracer
-from reverie.testing.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
+from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step
 
 
 def visible(directory: Path) -> dict[str, str]:

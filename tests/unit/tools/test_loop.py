@@ -19,9 +19,9 @@ from reverie.llm.offline import OfflineClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage
-from reverie.testing.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 from reverie.tools.gate import PathGate
 from reverie.tools.loop import run_tool_loop
+from support.fake_llm import FakeLLMServer, FakeRequest, Step, ToolCallSpec
 
 KEY = "sk-loop-KEY-0123456789abcdef"
 
@@ -175,7 +175,7 @@ async def test_loop_cancellation_propagates_promptly(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5  # at once, not after the 30 s reply (a loaded machine)
 
 
 async def test_loop_path_map_parameter(tmp_path: Path) -> None:

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
-from reverie.testing.scripts import load_script
+from bench import ingest
 from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.stats import transcript_stats
 from reverie.transcripts.tokens import usage_totals
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "ingest.py"
-
-
-def _load() -> ModuleType:
-    return load_script(BENCH, "reverie_bench_ingest")
-
 
 def test_generator_makes_a_realistic_claude_transcript(tmp_path: Path) -> None:
-    ingest = _load()
     path = tmp_path / "s.jsonl"
     lines = ingest.generate(path, 400_000)
     assert path.stat().st_size >= 400_000
@@ -34,7 +26,6 @@ def test_generator_makes_a_realistic_claude_transcript(tmp_path: Path) -> None:
 
 
 def test_measurements_run_end_to_end(tmp_path: Path) -> None:
-    ingest = _load()
     report = ingest.run(size_mb=1.0, data_dir=tmp_path, rounds=5, small_mb=0.2, repeats=1)
     assert report.messages > 0 and report.lines > 0
     assert report.parse_ratio > 0 and report.append_big_median_ms > 0
@@ -43,7 +34,6 @@ def test_measurements_run_end_to_end(tmp_path: Path) -> None:
 
 
 def test_tool_heavy_mix_is_tool_heavy(tmp_path: Path) -> None:
-    ingest = _load()
     path = tmp_path / "heavy.jsonl"
     ingest.generate(path, 400_000, mix="tool-heavy")
     t = load_transcript(path)
@@ -62,7 +52,6 @@ def test_streaming_stats_equal_the_whole_transcript_stats(tmp_path: Path) -> Non
     from reverie.transcripts.tokens import context_tokens
 
     fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-    ingest = _load()
     heavy = tmp_path / "heavy.jsonl"
     ingest.generate(heavy, 300_000, mix="tool-heavy")
     paths = [heavy, *sorted(p for p in fixtures.rglob("*.jsonl"))]

@@ -5,22 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import orjson
 
-from reverie.testing.scripts import load_script
+from bench import corpus
 
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures" / "transcripts"
 
 
-def _corpus() -> ModuleType:
-    return load_script(ROOT / "tests" / "bench" / "corpus.py", "corpus")
-
-
 def test_the_fixtures_parse_with_no_crash_and_live_reading_agrees(tmp_path: Path) -> None:
-    report = _corpus().run(FIX, scratch_dir=tmp_path)
+    report = corpus.run(FIX, scratch_dir=tmp_path)
     assert report.crashes == 0, report.problems
     assert set(report.agents) == {"aider", "claude-code", "codex", "gemini-cli",
                                   "copilot-chat", "cline", "roo-code", "kilo-code", "continue"}

@@ -107,7 +107,5 @@ def test_current_session_and_touched_since(agent_home: Path) -> None:
     assert sessions_touched_since(Path(PRIVATE_WS), agent_home, at(2026, 3, 4)) == []
 
 
-def test_default_agent_home_comes_from_settings(agent_home: Path) -> None:
-    # REVERIE_AGENT_HOME points at the temp home (tests/conftest.py)
-    assert discover_sessions(Path(CODEX_WS))[0].agent == "codex"
-    assert current_session(Path("/nowhere")) is None
+def test_an_unknown_workspace_has_no_current_session(agent_home: Path) -> None:
+    assert current_session(Path("/nowhere"), agent_home) is None

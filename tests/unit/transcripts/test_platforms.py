@@ -13,8 +13,8 @@ from pathlib import Path, PureWindowsPath
 import orjson
 import pytest
 
+from reverie.agent_roots import AgentRoots
 from reverie.config import CLAUDE_SLUG_LIMIT, claude_project_dir, claude_project_slug
-from reverie.transcripts.agent_roots import AgentRoots
 from reverie.transcripts.discovery import claude_ref, codex_ref, discover_sessions, is_inside
 from reverie.transcripts.pathstyle import PathStyle, looks_like_windows_path
 from reverie.transcripts.reader import load_transcript

@@ -145,7 +145,8 @@ async def test_existing_sessions_are_primed_and_states_resume(
     watcher = SessionWatcher(workspace, home, debounce_ms=20, worker=worker)
     events: list[SessionAppended] = []
     task = asyncio.create_task(_collect(watcher, events))
-    await asyncio.sleep(0.3)
+    # primed (its state is known) before the append: a fixed sleep lost that race under load
+    await _until(lambda: str(path) in watcher.states())
     with path.open("ab") as handle:
         handle.write(new)
     await _until(lambda: _count(events) >= 1)
@@ -267,9 +268,12 @@ async def test_cancelling_the_consumer_stops_the_watcher(
     (home / ".claude" / "projects").mkdir(parents=True)
     watcher = SessionWatcher(reverie_env["data"], home, debounce_ms=20, worker=worker)
     task = asyncio.create_task(_collect(watcher, []))
-    await asyncio.sleep(0.3)
-    before = set(asyncio.all_tasks())
-    watches = {t for t in before if (t.get_name() or "").startswith("reverie-watch")}
+
+    def watch_tasks() -> set[asyncio.Task[Any]]:
+        return {t for t in asyncio.all_tasks() if (t.get_name() or "").startswith("reverie-watch")}
+
+    await _until(lambda: len(watch_tasks()) == 2)
+    watches = watch_tasks()
     assert len(watches) == 2
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

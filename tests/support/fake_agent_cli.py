@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from datetime import date
 from pathlib import Path
 from typing import Any
+
+from .paths import TESTS_DIR
 
 TOPIC = ("---\nname: CLI provider\ndescription: learned through a coding-agent CLI\n"
          "type: project\n---\n\nThe build runs with `make test` (seen through the CLI).\n")
@@ -36,8 +39,12 @@ def install_fake_clis(bin_dir: Path, python: str = sys.executable) -> dict[str, 
     made = {}
     for name in ("claude", "codex", "gemini"):
         path = bin_dir / name
-        path.write_text(f"#!/bin/sh\nexec {python} -m reverie.testing.fake_agent_cli {name} "
-                        '"$@"\n')
+        # the server (or an editor) runs this with its own environment: the script itself puts
+        # tests/ on PYTHONPATH, so `support` is found whoever starts it
+        path.write_text("#!/bin/sh\n"
+                        f"PYTHONPATH={shlex.quote(str(TESTS_DIR))}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                        "export PYTHONPATH\n"
+                        f'exec {shlex.quote(python)} -m support.fake_agent_cli {name} "$@"\n')
         path.chmod(0o755)
         made[name] = path
     return made

@@ -1,29 +1,36 @@
-"""``MemoryWriteSession``: the one safe way to change a memory dir.
+"""The one safe way to change a memory dir: ``MemoryWriter`` and the writes it opens.
 
-Lock, staged copy, post-run repair and validation, atomic apply, history record: dream, undo and
-the sleep cycle's REM phase all go through here::
+Lock, staged copy, post-run repair and validation, atomic apply, history record, then the
+after-apply hooks: dream, undo and the sleep cycle's REM all go through here::
 
-    async with MemoryWriteSession(memory_dir, source="sleep", sessions=ids) as staged:
+    writer = MemoryWriter(after_apply=[refresh_agent_copies])     # services.wiring builds it
+    async with writer.open(memory_dir, source="sleep", sessions=ids) as staged:
         write_whatever(staged.path)          # a private copy of the memory dir
         staged.usage(tokens_in, tokens_out)  # optional, shown by ``reverie history``
-    session.result                           # ChangeSet + RunRecord (None when nothing changed)
+    write.result                             # ChangeSet + RunRecord
 
 Raising inside the block (or being cancelled) discards the copy and rolls the lock back: the
 live dir is byte-identical to before. ``LockBusy`` is raised on entry when another live process
-holds the lock.
+holds the lock (after waiting up to ``wait_seconds`` for it).
+
+The hooks (``after_apply``) run once the live dir holds a run's changes, whether the run itself
+applied them or a later recovery finished an apply a killed process had begun. They are how the
+layers above (agent copies of ``MEMORY.md``, a search index) follow the memory without this
+package importing them; they never turn an applied run into a failed one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from types import TracebackType
 
 from pydantic import BaseModel, Field
 
+from reverie.errors import ReverieError
 from reverie.fsutil import ensure_private_dir
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
@@ -39,8 +46,11 @@ from reverie.memory.transaction import (
 
 logger = logging.getLogger(__name__)
 
+#: what runs after an apply: called with the memory dir; its result is ignored
+AfterApply = Callable[[Path], object]
 
-class MemoryValidationError(Exception):
+
+class MemoryValidationError(ReverieError):
     """The staged memory still breaks the index rules after repair; nothing was applied."""
 
     def __init__(self, problems: list[MemoryProblem]) -> None:
@@ -76,20 +86,15 @@ class WriteResult(BaseModel):
     repair: RepairReport = Field(default_factory=RepairReport)
 
 
-def recover_memory_dir_detail(memory_dir: Path) -> Recovery:
-    """Finish or roll back whatever a killed run left, and say which (safe at any start-up)."""
-    return recover_if_abandoned(memory_dir, lambda: recover(memory_dir))
+class MemoryWriter:
+    """Opens writes to memory dirs and recovers abandoned ones, running ``after_apply`` after
+    each apply. Holds no state but its hooks: one per process is enough, and a plain
+    ``MemoryWriter()`` (no hooks) is what a job gets when nobody wired it (tests, the demo)."""
 
+    def __init__(self, after_apply: Sequence[AfterApply] = ()) -> None:
+        self.after_apply = tuple(after_apply)
 
-def recover_memory_dir(memory_dir: Path) -> bool:
-    """``recover_memory_dir_detail`` for callers that only need "was anything recovered"."""
-    return recover_memory_dir_detail(memory_dir).anything
-
-
-class MemoryWriteSession:
-    """Lock + staged copy + repair + atomic apply + history, as an async context manager."""
-
-    def __init__(
+    def open(
         self,
         memory_dir: Path,
         *,
@@ -99,13 +104,76 @@ class MemoryWriteSession:
         undoes: str | None = None,
         today: date | None = None,
         stale_seconds: float | None = None,
+        wait_seconds: float = 0.0,
+        poll_seconds: float = 5.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        consolidates_when_unchanged: bool = True,
+    ) -> MemoryWrite:
+        """A write to ``memory_dir`` (use as ``async with``). ``wait_seconds``: how long entry
+        waits for a busy lock (polling every ``poll_seconds``) before ``LockBusy``.
+        ``consolidates_when_unchanged``: a run that changed nothing still counts as a
+        consolidation (the dream's time gate restarts); False puts the lock's time back."""
+        return MemoryWrite(
+            memory_dir, writer=self, source=source, sessions=sessions, repair=repair,
+            undoes=undoes, today=today, stale_seconds=stale_seconds,
+            wait_seconds=wait_seconds, poll_seconds=poll_seconds, sleep=sleep,
+            consolidates_when_unchanged=consolidates_when_unchanged,
+        )
+
+    def applied(self, memory_dir: Path) -> None:
+        """Run the after-apply hooks; a failing hook is logged, never raised."""
+        for hook in self.after_apply:
+            try:
+                hook(memory_dir)
+            except Exception:
+                logger.exception("after-apply hook %s failed for %s",
+                                 getattr(hook, "__qualname__", hook), memory_dir)
+
+    def finish_interrupted(self, memory_dir: Path) -> bool:
+        """Finish or discard what a killed writer left (call with no live holder): True when
+        an interrupted apply was completed, after which the hooks have run."""
+        completed = recover(memory_dir)
+        if completed:
+            self.applied(memory_dir)
+        return completed
+
+    def recover(self, memory_dir: Path) -> Recovery:
+        """At any start-up: if the lock's holder is dead, finish its work and restore the lock,
+        and say which. Does nothing while a live process holds the lock."""
+        return recover_if_abandoned(memory_dir, lambda: self.finish_interrupted(memory_dir))
+
+
+class MemoryWrite:
+    """Lock + staged copy + repair + atomic apply + history + hooks, as an async context
+    manager. Made by ``MemoryWriter.open``."""
+
+    def __init__(
+        self,
+        memory_dir: Path,
+        *,
+        writer: MemoryWriter,
+        source: RunSource,
+        sessions: Sequence[str] = (),
+        repair: bool = True,
+        undoes: str | None = None,
+        today: date | None = None,
+        stale_seconds: float | None = None,
+        wait_seconds: float = 0.0,
+        poll_seconds: float = 5.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        consolidates_when_unchanged: bool = True,
     ) -> None:
         self.memory_dir = memory_dir
+        self.writer = writer
         self.source = source
         self.sessions = list(sessions)
         self.repair = repair
         self.undoes = undoes
         self.today = today
+        self.wait_seconds = wait_seconds
+        self.poll_seconds = poll_seconds
+        self._sleep = sleep
+        self.consolidates_when_unchanged = consolidates_when_unchanged
         self.run_id = new_run_id()
         self.lock = (
             ConsolidationLock(memory_dir) if stale_seconds is None
@@ -121,7 +189,7 @@ class MemoryWriteSession:
     def enter(self) -> StagedMemory:
         check_memory_dir(self.memory_dir)
         ensure_private_dir(self.memory_dir)
-        if not self.lock.try_acquire(lambda: recover(self.memory_dir)):
+        if not self.lock.try_acquire(lambda: self.writer.finish_interrupted(self.memory_dir)):
             raise LockBusy(f"another process is consolidating {self.memory_dir}")
         try:
             self._before = check_index(self.memory_dir)
@@ -151,16 +219,21 @@ class MemoryWriteSession:
             sessions=self.sessions, summary=staged.summary[:500], undoes=self.undoes,
         )
         applied, prepared = self.transaction.commit(self.history, record)
-        self.lock.release()
+        if applied.empty and not self.consolidates_when_unchanged:
+            self.lock.rollback()
+        else:
+            self.lock.release()
         self.result = WriteResult(run_id=self.run_id, changes=applied, record=prepared,
                                   repair=report)
+        if not applied.empty:
+            self.writer.applied(self.memory_dir)
         return self.result
 
     def abort(self) -> None:
         if self.transaction.journal_path.exists():
             # past the commit point: the run's changes must land, not vanish
             try:
-                recover(self.memory_dir)
+                self.writer.finish_interrupted(self.memory_dir)
             except Exception:
                 logger.exception("apply of %s interrupted; it completes on next start",
                                  self.memory_dir)
@@ -172,7 +245,15 @@ class MemoryWriteSession:
 
     # --- async context manager -------------------------------------------------------------
     async def __aenter__(self) -> StagedMemory:
-        return await asyncio.to_thread(self.enter)
+        waited = 0.0
+        while True:
+            try:
+                return await asyncio.to_thread(self.enter)
+            except LockBusy:
+                if waited >= self.wait_seconds:
+                    raise
+            await self._sleep(self.poll_seconds)
+            waited += self.poll_seconds
 
     async def __aexit__(
         self,
@@ -201,13 +282,13 @@ class MemoryWriteSession:
 
 
 __all__ = [
+    "AfterApply",
     "LockBusy",
     "MemoryValidationError",
-    "MemoryWriteSession",
+    "MemoryWrite",
+    "MemoryWriter",
     "Recovery",
     "StagedMemory",
     "TransactionError",
     "WriteResult",
-    "recover_memory_dir",
-    "recover_memory_dir_detail",
 ]

@@ -49,7 +49,7 @@ per batch item when a batch is created, in item order). Constructors and kinds:
   (OpenAI ``function.arguments``; Anthropic ``input`` as a string).
 
 Streaming: a model request with ``"stream": true`` gets the reply as the provider's SSE events
-(``reverie.testing.fake_stream``; OpenAI chunks with ``tool_calls`` argument fragments and a
+(``support.fake_stream``; OpenAI chunks with ``tool_calls`` argument fragments and a
 usage chunk when ``stream_options.include_usage`` is set, then ``[DONE]``; Anthropic
 ``message_start`` ... ``input_json_delta`` ... ``message_stop``), paced by the step's
 ``chunk_delay``. ``Scenario.streaming`` = ``refuse`` answers such requests 400 "streaming is not
@@ -95,7 +95,7 @@ messages and tools JSON // 4; output tokens = characters of the reply // 4 (at l
 
 From another process
 --------------------
-``python -m reverie.testing.fake_llm [--scenario FILE.json] [--port-file F] [--port 0]
+``python -m support.fake_llm [--scenario FILE.json] [--port-file F] [--port 0]
 [--responder MODULE:FUNC | PATH.py:FUNC] [--record-file requests.jsonl] [--slow S]``
 serves until SIGTERM / SIGINT. The scenario file is ``Scenario`` as JSON, e.g.
 ``{"steps": [{"kind": "text", "text": "hi"}], "default": {"kind": "text", "text": "ok"},
@@ -133,7 +133,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from reverie.testing import fake_stream
+from . import fake_stream
 
 logger = logging.getLogger(__name__)
 
@@ -1219,7 +1219,7 @@ def _write_port_file(path: Path, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reverie.testing.fake_llm",
+    parser = argparse.ArgumentParser(prog="python -m support.fake_llm",
                                      description="Run the fake LLM server until terminated.")
     parser.add_argument("--scenario", type=Path, help="scenario JSON file")
     parser.add_argument("--port", type=int, default=0)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.config import ProjectPaths, Settings
+from reverie.errors import ReverieError
 from reverie.session_memory.marker import marker_path, running_since, wait_for_marker
 from reverie.session_memory.template import (
     MAX_TOTAL_TOKENS,
@@ -37,7 +38,7 @@ INJECT_SOURCES = frozenset({"compact", "resume"})
 MAX_PARENTS = 32
 
 
-class HookSkip(Exception):
+class HookSkip(ReverieError):
     """The hook has nothing to do, or cannot do it; the message says why (for stderr)."""
 
 

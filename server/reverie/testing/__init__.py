@@ -1,1 +1,0 @@
-"""Importable test support (the fake LLM server)."""
