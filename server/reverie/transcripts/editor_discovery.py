@@ -7,7 +7,7 @@
   virtual: never this workspace, noted as a skip. The folder the running editor reported
   (``EditorPlaces.workspace_storage``) is used as is when it has no ``workspace.json``. When a
   session has both files, the ``.jsonl`` log is the one VS Code reads (unless the ``.json`` is
-  newer: the log setting was turned off).
+  newer: the log setting was turned off). A chat nothing was asked in yet is not listed.
 - Cline, Roo Code, Kilo Code: ``User/globalStorage/<extension>/tasks/<id>/ui_messages.json``
   (and Cline's ``~/.cline/data/tasks``), matched on the workspace the extension recorded for
   the task (``cline.history_cwds``), else on its environment details.
@@ -149,13 +149,29 @@ def copilot_session_files(chat_dir: Path) -> list[Path]:
     return sorted(out)
 
 
+#: a chat session file this small may be a new, empty chat (checked for a request in it)
+_EMPTY_CHAT_BYTES = 64 * 1024
+
+
+def is_empty_chat(path: Path) -> bool:
+    """A chat VS Code created when a chat view opened, before anything was asked: not a
+    session yet (it would become the "current" one and hide the session being worked in)."""
+    try:
+        if path.stat().st_size > _EMPTY_CHAT_BYTES:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return b'"requestId"' not in data and b'"message"' not in data
+
+
 def _copilot_refs(workspace: Path, places: EditorPlaces, notes: list[str] | None
                   ) -> list[SessionRef]:
     refs: list[SessionRef] = []
     for hash_dir, folder in copilot_storage_dirs(workspace, places, notes):
         for path in copilot_session_files(hash_dir / "chatSessions"):
             updated = mtime(path)
-            if updated is not None:
+            if updated is not None and not is_empty_chat(path):
                 refs.append(SessionRef(agent="copilot-chat", session_id=path.stem, path=path,
                                        updated_at=updated, cwd=folder))
     return refs
@@ -250,7 +266,8 @@ def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef 
                 and hash_dir not in places.workspace_storage:
             return None
         match = storage_match(hash_dir, workspace, hash_dir in places.workspace_storage)
-        if match is None or path not in copilot_session_files(path.parent):
+        if match is None or path not in copilot_session_files(path.parent) \
+                or is_empty_chat(path):
             return None
         return SessionRef(agent="copilot-chat", session_id=path.stem, path=path,
                           updated_at=updated, cwd=match)

@@ -5,6 +5,7 @@ messages, no repeats), and its session notes are written (offline engine)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -51,19 +52,31 @@ async def test_a_rewritten_copilot_session_reaches_the_pipeline(start_server, wo
             "globalStorageUri": (user / "globalStorage" / "reverie.reverie").as_uri(),
         },
     })
-    status = await s.command("reverie.server.status")
-    assert status["currentSession"]["sessionId"] == SESSION_ID
-    assert status["currentSession"]["agent"] == "copilot-chat"
+    # a chat opened but not used yet is not a session
+    assert (await s.command("reverie.server.status"))["currentSession"] is None
+
+    async def watching() -> bool:  # the watcher's start-up scan runs in the parse worker,
+        status = await s.command("reverie.server.status")  # once its watches are set up
+        return "parse" in status["workers"]
+
+    for _ in range(300):
+        if await watching():
+            break
+        await asyncio.sleep(0.1)
+    assert await watching()
+    await asyncio.sleep(0.3)
 
     async def row() -> dict[str, Any]:
         rows = (await s.command("reverie.server.listSessions"))["sessions"]
         return next(r for r in rows if r["sessionId"] == SESSION_ID)
 
-    assert (await row())["messages"] == 0
     rewrite(path, session, 1)  # the first request, with its agent-mode tool calls
     notes = await s.wait_for_event("reverie/sessionNotesUpdated",
                                    lambda e: e["sessionId"] == SESSION_ID, timeout=60)
     assert notes["edited"] is True
+    status = await s.command("reverie.server.status")
+    assert status["currentSession"]["sessionId"] == SESSION_ID
+    assert status["currentSession"]["agent"] == "copilot-chat"
     content = (await s.command("reverie.server.sessionNotes", {"sessionId": SESSION_ID}))
     assert content["exists"] and content["content"].startswith("# Session Title")
     assert "cart" in content["content"].lower()

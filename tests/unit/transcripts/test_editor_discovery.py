@@ -78,6 +78,8 @@ def test_copilot_sessions_by_workspace_json(home: Path, workspace: Path, tmp_pat
     put(COPILOT_JSON, virtual / "chatSessions")
     other = storage(user, "o1", {"folder": (tmp_path / "elsewhere").as_uri()})
     put(COPILOT_JSON, other / "chatSessions")
+    (mine / "chatSessions" / "new.jsonl").write_text(  # a chat opened, nothing asked yet
+        '{"kind":0,"v":{"version":3,"sessionId":"new","requests":[],"inputState":{}}}\n')
     storage(user, "n1", None)  # no workspace.json: not ours
     put(COPILOT_JSON, user / "workspaceStorage" / "n1" / "chatSessions")
     notes: list[str] = []
