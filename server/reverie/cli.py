@@ -37,6 +37,13 @@ COMMANDS: dict[str, str] = {
     "disconnect": "disconnect",
     "connections": "connections",
     "hook": "hook",
+    "forget": "forget",
+    "pin": "pin",
+    "apply": "apply",
+    "discard": "discard",
+    "search": "search",
+    "mcp": "mcp",
+    "check": "check",
 }
 
 

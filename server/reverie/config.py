@@ -7,7 +7,6 @@ environment.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reverie.agent_roots import AgentRoots
+from reverie.projects import project_key as project_key  # re-exported
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     dream_model: str | None = None
     sleep_model: str | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    #: the cost governor (llm/budget.py): caps on model-backed jobs; 0 turns one off
+    daily_token_cap: int = Field(default=2_000_000, ge=0)
+    monthly_token_cap: int = Field(default=20_000_000, ge=0)
+    daily_cost_cap: float = Field(default=2.0, ge=0)
+    monthly_cost_cap: float = Field(default=20.0, ge=0)
 
     # --- places ------------------------------------------------------------------------------
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("reverie")))
@@ -98,10 +103,16 @@ class Settings(BaseSettings):
     dream_min_sessions: int = 5
     dream_scan_interval_seconds: float = 600.0
     dream_max_turns: int = 30
+    #: review before apply: "auto" stages model-backed dreams for a person to accept, "always",
+    #: "never" (services/review.py)
+    dream_review: Literal["auto", "always", "never"] = "auto"
     auto_memory_enabled: bool = True
     remote_mode: bool = False
     memory_dir_preset: MemoryDirPreset = "reverie"
     memory_dir: Path | None = None
+    #: days after which a fact nothing confirmed (no session restated it, no anchor to check)
+    #: is marked aging in its topic file; 0 never marks one
+    fact_aging_days: int = 90
 
     # --- sleep ---------------------------------------------------------------------------------
     sleep_enabled: bool = True
@@ -155,14 +166,6 @@ class Settings(BaseSettings):
 #: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
 #: own sessions are Reverie's model calls, never sessions to track or consolidate
 REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
-
-
-def project_key(workspace: Path) -> str:
-    """A stable, readable directory name for a workspace: its name plus a short path hash."""
-    resolved = str(workspace.expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{name[:40]}-{digest}"
 
 
 #: Claude Code keeps at most this many characters of the folded path, then adds a hash

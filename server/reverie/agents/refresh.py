@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from reverie.agents.blocks import BlockError, replace_body
@@ -21,8 +22,14 @@ from reverie.fsutil import atomic_write_bytes
 logger = logging.getLogger(__name__)
 
 
-def refresh_copies(memory_dir: Path) -> list[Path]:
-    """Rewrite every managed copy of ``memory_dir``'s index; return the files changed."""
+#: (memory dir, workspace) -> MEMORY.md as agents should get it, or None for the file as it is
+IndexSource = Callable[[Path, Path], str | None]
+
+
+def refresh_copies(memory_dir: Path, index_for: IndexSource | None = None) -> list[Path]:
+    """Rewrite every managed copy of ``memory_dir``'s index; return the files changed.
+    ``index_for`` gives the index text to copy (the services pass one that leaves out facts
+    the code no longer supports)."""
     try:
         ledger = load_ledger(memory_dir)
     except Exception:  # never let a refresh break an apply
@@ -33,7 +40,14 @@ def refresh_copies(memory_dir: Path) -> list[Path]:
         if connection.mode != "copy":
             continue
         labelled = connection.scope == "personal" and connection.agent != "claude-code"
-        body = refresh_body("copy", memory_dir, Path(connection.workspace), labelled)
+        workspace = Path(connection.workspace)
+        index = None
+        if index_for is not None:
+            try:
+                index = index_for(memory_dir, workspace)
+            except Exception:  # the copy as it is, rather than none
+                logger.exception("cannot check the memory of %s before copying it", memory_dir)
+        body = refresh_body("copy", memory_dir, workspace, labelled, index)
         for record in connection.files:
             if record.role != "memory" or record.kind != "block":
                 continue

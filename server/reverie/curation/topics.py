@@ -204,11 +204,18 @@ def _with_provenance(fact: Fact, prov: re.Match[str] | None) -> Fact:
     return fact
 
 
+#: the heading of a topic's retired facts (``reverie.anchors.retire``): what follows it is kept
+#: as text, never read back as facts
+RETIRED_HEADING = re.compile(r"^#{2,6}\s+Retired\b", re.IGNORECASE)
+
+
 def read_doc(name: str, meta: TopicMeta, body: str) -> TopicDoc:
     lines = body.splitlines()
     doc = TopicDoc(name=name, meta=meta, lines=lines)
     number = 0
     while number < len(lines):
+        if RETIRED_HEADING.match(lines[number]):
+            break  # retired facts are history, not memory
         match = _BULLET.match(lines[number])
         if not match:
             number += 1
@@ -303,6 +310,12 @@ def assemble(doc: TopicDoc | None, spec: TopicSpec | None, facts: list[Fact]) ->
     new = [f for f in _order(facts) if f.slot not in placed]
     added = [line for fact in new for line in render_fact(fact)]
     if not doc.items:
+        retired = next((n for n, line in enumerate(tail) if RETIRED_HEADING.match(line)), None)
+        if retired is not None:  # new facts go above the retired ones, never under them
+            above = [*out, *tail[:retired]]
+            while above and not above[-1].strip():
+                above.pop()
+            return [*above, *([""] if above else []), *added, "", *tail[retired:]]
         while out and not out[-1].strip():
             out.pop()
         out = [*out, *tail]

@@ -20,29 +20,40 @@ from pygls.uris import to_fs_path
 
 from reverie.errors import UserError
 from reverie.lsp import connections as agent_connections
+from reverie.lsp import curation as entry_curation
+from reverie.lsp import review as staged_reviews
+from reverie.lsp import staleness
 from reverie.lsp.protocol import (
     AppendMessagesParams,
+    ApplyReviewArgs,
     Args,
     CancelJobArgs,
     CancelJobResult,
+    CheckMemoryArgs,
     Commands,
     ConnectAgentArgs,
     ConnectAgentResult,
     ConnectionsArgs,
     ConnectionsResult,
+    CurateArgs,
+    DiscardReviewArgs,
     DisconnectAgentArgs,
     DreamArgs,
+    FactArgs,
     HistoryArgs,
     ListSessionsArgs,
     LockStatusArgs,
     ModelTestArgs,
     ModelTestResult,
     Notifications,
+    OpenAnchorArgs,
     ProviderInfo,
     ProvidersArgs,
     ProvidersResult,
+    ReviewsArgs,
     SessionArgs,
     SleepArgs,
+    SpendInfo,
     StatusArgs,
     UndoArgs,
     Wire,
@@ -117,6 +128,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
     import asyncio
 
     ls.log_handler.connect(ls.window_log_message, asyncio.get_running_loop())
+    ls.remember_loop()
     ls.initialized_event.set()
     build_schemas()
     await ls.pull_settings()
@@ -211,6 +223,13 @@ async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     parse_args(StatusArgs, args)
     await ls.wait_ready()
     result = ls.status()
+    try:
+        from reverie.llm.budget import spend
+
+        spent = await asyncio.to_thread(spend, ls.settings)
+        result.spend = SpendInfo(**spent.as_json(), summary=spent.summary())
+    except OSError as exc:  # status must answer even so
+        logger.warning("model spend: %s", exc)
     for tracker in list(ls.trackers.values()):
         try:
             result.connections.append(await agent_connections.summary(tracker))
@@ -318,6 +337,73 @@ async def providers(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     ).wire()
 
 
+async def check_memory(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """Every memory fact checked against the code: the ``reverie check --json`` report (and
+    the stale ones published as diagnostics)."""
+    a = parse_args(CheckMemoryArgs, args)
+    report = await staleness.publish(ls, await _tracker(ls, a))
+    return report.as_json()
+
+
+def _topic_tracker(ls: ReverieLanguageServer, uri: str) -> WorkspaceTracker:
+    path = to_fs_path(uri)
+    tracker = ls.tracker_for_path(Path(path)) if path else None
+    if tracker is None:
+        raise RequestFailed(message=f"{uri} is not in a workspace's memory")
+    return tracker  # type: ignore[return-value]
+
+
+async def retire_fact(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(FactArgs, args)
+    await ls.wait_ready()
+    return await _call(staleness.decide(ls, _topic_tracker(ls, a.uri), a.uri, a.line,
+                                        "retire"))
+
+
+async def keep_fact(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(FactArgs, args)
+    await ls.wait_ready()
+    return await _call(staleness.decide(ls, _topic_tracker(ls, a.uri), a.uri, a.line, "keep"))
+
+
+async def open_anchor(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(OpenAnchorArgs, args)
+    await ls.wait_ready()
+    try:
+        uri = staleness.anchor_uri(_topic_tracker(ls, a.uri), a.path)
+    except UserError as exc:
+        raise RequestFailed(message=str(exc)) from None
+    shown = await ls.window_show_document_async(
+        types.ShowDocumentParams(uri=uri, take_focus=True))
+    return {"uri": uri, "shown": bool(shown and shown.success)}
+
+
+def code_action(ls: ReverieLanguageServer,
+                params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    return staleness.code_actions(params) or None
+
+
+async def curate(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """Forget, pin, unpin, edit or move one memory entry (a recorded, undoable run)."""
+    a = parse_args(CurateArgs, args)
+    return await _call(entry_curation.curate_entry(ls, await _tracker(ls, a), a))
+
+
+async def reviews(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ReviewsArgs, args)
+    return await _call(staged_reviews.reviews(await _tracker(ls, a), a))
+
+
+async def apply_review(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ApplyReviewArgs, args)
+    return await _call(staged_reviews.apply_review(ls, await _tracker(ls, a), a))
+
+
+async def discard_review(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(DiscardReviewArgs, args)
+    return await _call(staged_reviews.discard_review(await _tracker(ls, a), a))
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -334,6 +420,14 @@ COMMANDS = {
     Commands.CONNECTIONS: connections,
     Commands.TEST_MODEL: test_model,
     Commands.PROVIDERS: providers,
+    Commands.CURATE: curate,
+    Commands.REVIEWS: reviews,
+    Commands.APPLY_REVIEW: apply_review,
+    Commands.DISCARD_REVIEW: discard_review,
+    Commands.CHECK_MEMORY: check_memory,
+    Commands.RETIRE_FACT: retire_fact,
+    Commands.KEEP_FACT: keep_fact,
+    Commands.OPEN_ANCHOR: open_anchor,
 }
 
 FEATURES: dict[str, Any] = {
@@ -357,4 +451,6 @@ def create_server() -> ReverieLanguageServer:
         server.feature(method)(handler)
     for name, handler in COMMANDS.items():
         server.command(name)(handler)
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix]))(code_action)
     return server

@@ -19,6 +19,7 @@ from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text, ensure_private_dir
 from reverie.lsp import diagnostics as diag
+from reverie.lsp import staleness
 from reverie.lsp.adapters import (
     auto_dream_if_due,
     feed_session_memory,
@@ -518,6 +519,7 @@ class WorkspaceTracker:
     async def _refresh_memory(self) -> None:
         try:
             await diag.publish_memory_dir(self.server, self)
+            await staleness.publish(self.server, self)
         except Exception:
             logger.exception("memory diagnostics failed for %s", self.memory_dir)
 

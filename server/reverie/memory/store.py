@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from reverie.memory import nofollow
 from reverie.memory.paths import INDEX_NAME as INDEX_NAME  # where callers have always found it
+from reverie.memory.pins import without_mark
 
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
@@ -35,6 +36,7 @@ _ENTRY_RE = re.compile(
 )
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
@@ -162,7 +164,8 @@ def parse_topic(path: Path, text: str) -> TopicFile:
         return TopicFile(path=path, body=text, has_front_matter=has_fm,
                          error=f"front matter could not be read: {_first_line(exc)}")
     block = _FRONT_MATTER.match(text)
-    raw_meta = yaml.safe_load(block.group(1)) if block else None
+    # libyaml when present (the front matter may hold every fact's anchors): same result
+    raw_meta = yaml.load(block.group(1), Loader=_SAFE_LOADER) if block else None
     if not isinstance(post.metadata, dict) or (
         raw_meta is not None and not isinstance(raw_meta, dict)
     ):
@@ -336,7 +339,7 @@ def _entry_problems(memory_dir: Path, path: Path, index: ParsedIndex) -> list[Me
     seen: dict[str, int] = {}
     for entry in index.entries:
         line = index.lines[entry.line]
-        width = len(line.rstrip())
+        width = len(without_mark(line).rstrip())  # a pin marker is not part of the entry
         if width > MAX_ENTRY_CHARS:
             problems.append(MemoryProblem(
                 file=path, line=entry.line, start_col=MAX_ENTRY_CHARS, end_col=width,

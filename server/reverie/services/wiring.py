@@ -7,13 +7,14 @@ test, a bench) writes memory the same way but refreshes nothing else.
 
 from __future__ import annotations
 
-from reverie.agents.refresh import refresh_copies
 from reverie.memory.write import AfterApply, MemoryWriter
+from reverie.services.check import refresh_agent_copies
 
 #: run after every apply of a memory dir, in order (the search index joins here)
 AFTER_APPLY: tuple[AfterApply, ...] = (
-    # agents holding a copy of MEMORY.md (Codex, Gemini CLI) see the new one
-    refresh_copies,
+    # agents holding a copy of MEMORY.md (Codex, Gemini CLI) see the new one, with only the
+    # facts the code still supports (``services.check``)
+    refresh_agent_copies,
 )
 
 

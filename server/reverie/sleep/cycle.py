@@ -13,10 +13,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from datetime import date as Date
-from datetime import datetime
 from pathlib import Path
 
+from reverie.anchors.retire import maintain_memory
 from reverie.background import Runner
 from reverie.config import ProjectPaths, Settings
 from reverie.events import EventSink, JobEvent, discard_events
@@ -253,7 +254,12 @@ class SleepCycle:
                 after = await self._consolidate(client, review_date, before, journal_text, deep)
                 await asyncio.to_thread(stage_entries, staged, before, after,
                                         review_date=review_date)
-                staged.summary = f"sleep cycle for {review_date.isoformat()}"
+                # every fact checked against the code before the apply, as a dream does
+                kept = await asyncio.to_thread(
+                    maintain_memory, staged.path, paths.workspace, datetime.now(UTC).date(),
+                    self.settings.fact_aging_days)
+                staged.summary = f"sleep cycle for {review_date.isoformat()}" + (
+                    f"; {kept.summary}" if kept.summary else "")
         except LockBusy:
             report.rem_error = "the memory is being consolidated by a running dream"
             return

@@ -18,6 +18,14 @@ export const ServerCommands = {
   connections: "reverie.server.connections",
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
+  curate: "reverie.server.curate",
+  reviews: "reverie.server.reviews",
+  applyReview: "reverie.server.applyReview",
+  discardReview: "reverie.server.discardReview",
+  checkMemory: "reverie.server.checkMemory",
+  retireFact: "reverie.server.retireFact",
+  keepFact: "reverie.server.keepFact",
+  openAnchor: "reverie.server.openAnchor",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -56,6 +64,10 @@ export const SERVER_SETTING_KEYS = [
   "dreamModel",
   "sleepModel",
   "prices",
+  "dailyTokenCap",
+  "monthlyTokenCap",
+  "dailyCostCap",
+  "monthlyCostCap",
   "dataDir",
   "configDir",
   "agentHome",
@@ -71,10 +83,12 @@ export const SERVER_SETTING_KEYS = [
   "dreamMinSessions",
   "dreamScanIntervalSeconds",
   "dreamMaxTurns",
+  "dreamReview",
   "autoMemoryEnabled",
   "remoteMode",
   "memoryDirPreset",
   "memoryDir",
+  "factAgingDays",
   "sleepEnabled",
   "sleepTime",
   "sleepMaxEntries",
@@ -99,6 +113,12 @@ export interface AppendMessagesParams {
   title?: string | null;
 }
 
+export interface ApplyReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+  files?: string[] | null;
+}
+
 export interface CancelJobArgs {
   jobId: string;
 }
@@ -107,6 +127,10 @@ export interface CancelJobResult {
   jobId: string;
   cancelled: boolean;
   message: string;
+}
+
+export interface CheckMemoryArgs {
+  workspace?: string | null;
 }
 
 export interface ConnectAgentArgs {
@@ -137,7 +161,7 @@ export interface ConnectAgentResult {
  */
 export interface ConnectFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   action: "create" | "update" | "delete" | "unchanged";
 }
 
@@ -158,7 +182,7 @@ export interface Connection {
 
 export interface ConnectionFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   state: "ok" | "missing" | "block-missing" | "damaged" | "symlink";
 }
 
@@ -174,6 +198,40 @@ export interface ConnectionsResult {
   memoryDir: string;
   connections: Connection[];
   detected: ("claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue")[];
+}
+
+/**
+ * `curate`: forget, pin, unpin, edit or move one entry of the memory.
+ */
+export interface CurateArgs {
+  workspace?: string | null;
+  action: "forget" | "pin" | "unpin" | "edit" | "move";
+  entry: string;
+  expect?: string | null;
+  newText?: string | null;
+  toFile?: string | null;
+}
+
+/**
+ * `curate`: what was done to which entry, and the run that `undo` reverts.
+ */
+export interface CurateResult {
+  action: string;
+  memoryDir: string;
+  file: string;
+  line: number;
+  text: string;
+  newText: string | null;
+  toFile: string | null;
+  runId: string | null;
+  files: string[];
+  removedTopic: string | null;
+  message: string;
+}
+
+export interface DiscardReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
 }
 
 export interface DisconnectAgentArgs {
@@ -200,6 +258,15 @@ export interface EditorStorage {
   globalStorageUri?: string | null;
 }
 
+/**
+ * A fact of a topic file: the file's URI and a 0-based line of its bullet.
+ */
+export interface FactArgs {
+  workspace?: string | null;
+  uri: string;
+  line: number;
+}
+
 export interface HistoryArgs {
   workspace?: string | null;
   limit?: number | null;
@@ -221,7 +288,7 @@ export interface HistoryResult {
 export interface HistoryRun {
   runId: string;
   at: string;
-  source: "auto" | "manual" | "sleep" | "undo" | "edit";
+  source: "auto" | "manual" | "sleep" | "undo" | "edit" | "curate";
   added: string[];
   changed: string[];
   removed: string[];
@@ -337,6 +404,12 @@ export interface ModelTestResult {
   error: string | null;
 }
 
+export interface OpenAnchorArgs {
+  workspace?: string | null;
+  uri: string;
+  path: string;
+}
+
 /**
  * One provider in `reverie.server.providers` (`reverie.llm.cli_agent.ProviderChoice`).
  */
@@ -386,6 +459,39 @@ export interface PushedUsage {
   outputTokens?: number;
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
+}
+
+export interface ReviewChange {
+  path: string;
+  action: string;
+  reason: string;
+  sessions: string[];
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * `applyReview` / `discardReview`: what landed, what was dropped, the run to undo.
+ */
+export interface ReviewOutcomeResult {
+  reviewId: string;
+  accepted: string[];
+  discarded: string[];
+  runId: string | null;
+  message: string;
+}
+
+/**
+ * `reviews`: the staged change sets of the workspace's memory.
+ */
+export interface ReviewsArgs {
+  workspace?: string | null;
+  withContents?: boolean;
+}
+
+export interface ReviewsResult {
+  memoryDir: string;
+  reviews: StagedReview[];
 }
 
 /**
@@ -457,6 +563,36 @@ export interface SleepArgs {
   date?: string | null;
 }
 
+/**
+ * The cost governor's ledger (`reverie.llm.budget`): spent today / this month, the caps
+ * (0: none) and the same as a sentence for the status bar.
+ */
+export interface SpendInfo {
+  day: string;
+  tokensToday: number;
+  tokensMonth: number;
+  costToday: number;
+  costMonth: number;
+  dailyTokenCap: number;
+  monthlyTokenCap: number;
+  dailyCostCap: number;
+  monthlyCostCap: number;
+  summary: string;
+}
+
+/**
+ * A dream's change set waiting for a person (`reverie.dreamReview`).
+ */
+export interface StagedReview {
+  reviewId: string;
+  memoryDir: string;
+  createdAt: string;
+  source: string;
+  summary: string;
+  sessions: string[];
+  changes: ReviewChange[];
+}
+
 export interface StatusArgs {
   workspace?: string | null;
 }
@@ -476,6 +612,7 @@ export interface StatusResult {
   offline: boolean;
   connections: WorkspaceConnections[];
   workers: Record<string, number>;
+  spend: SpendInfo | null;
 }
 
 export interface UndoArgs {

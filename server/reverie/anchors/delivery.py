@@ -1,0 +1,59 @@
+"""What agents are given: only facts that are valid or unverifiable.
+
+A dream retires stale facts, but the code can move on between dreams; whatever copies memory to
+an agent (the managed copies in AGENTS.md / GEMINI.md, session-start context) checks first and
+leaves out the index-hook parts that state a stale fact. Read only: the memory itself changes
+at the next dream, in a recorded run.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from reverie.anchors.memory import FactStatus, MemoryCheck, check_memory
+from reverie.memory.store import INDEX_NAME, parse_index
+
+
+def hook_without(text: str, stale: list[FactStatus]) -> str:
+    """An index hook (``a; b; c``) without the parts that state one of ``stale``: its whole
+    statement, one of its code spans, or the value of an anchor that went stale."""
+    parts = [p.strip() for p in text.split(";")]
+    whole = {_plain(s.fact.fact.display) for s in stale} | {_plain(s.fact.fact.text)
+                                                            for s in stale}
+    marks = {c.lower() for s in stale for c in re.findall(r"`[^`]+`", s.fact.fact.text)} | {
+        c.anchor.value.lower() for s in stale for c in s.checks if c.status == "stale"}
+    kept = [p for p in parts if p and _plain(p) not in whole
+            and not any(m in p.lower() for m in marks)]
+    return "; ".join(kept)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().rstrip(". ").split())
+
+
+def delivered_index(memory_dir: Path, workspace: Path, today: date,
+                    check: MemoryCheck | None = None) -> str | None:
+    """``MEMORY.md`` with stale facts left out of the hooks; None when it cannot be read."""
+    try:
+        text = (memory_dir / INDEX_NAME).read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    check = check or check_memory(memory_dir, workspace, today)
+    stale: dict[str, list[FactStatus]] = {}
+    for status in check.facts:
+        if status.status == "stale":
+            stale.setdefault(status.fact.topic, []).append(status)
+    if not stale:
+        return text
+    parsed = parse_index(text)
+    lines = list(parsed.lines)
+    for entry in parsed.entries:
+        gone = stale.get(entry.target_path)
+        if gone and entry.hook:
+            hook = hook_without(entry.hook, gone)
+            if hook != entry.hook:
+                entry.hook = hook
+                lines[entry.line] = entry.render()
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
