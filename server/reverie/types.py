@@ -13,11 +13,22 @@ from pydantic import BaseModel, ConfigDict
 
 #: an agent whose conversations Reverie reads: its name on the wire, in session rows and in
 #: transcripts (``generic``: chats pushed by an editor, or in Reverie's own JSONL)
-AgentName = Literal["claude-code", "codex", "gemini-cli", "aider", "generic"]
+AgentName = Literal[
+    "claude-code", "codex", "gemini-cli", "aider", "generic",
+    # the editor's own agents (issue 25): VS Code's chat, the Cline family, Continue
+    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
+]
+#: agents whose sessions live in the editor's storage, not under the agent home
+EDITOR_AGENTS: tuple[AgentName, ...] = (
+    "copilot-chat", "cline", "roo-code", "kilo-code", "continue",
+)
 #: an agent Reverie can connect (``reverie connect NAME``, the connections ledger): the
 #: spelling users type, where Gemini CLI is ``gemini``. A contract kept as it shipped.
-ConnectableAgent = Literal["claude-code", "codex", "gemini", "aider"]
-CONNECTABLE_AGENTS: tuple[ConnectableAgent, ...] = ("claude-code", "codex", "gemini", "aider")
+ConnectableAgent = Literal["claude-code", "codex", "gemini", "aider",
+                           "copilot-chat", "cline", "roo-code", "continue"]
+CONNECTABLE_AGENTS: tuple[ConnectableAgent, ...] = ("claude-code", "codex", "gemini", "aider",
+                                                    "copilot-chat", "cline", "roo-code",
+                                                    "continue")
 
 
 def connectable_name(agent: str) -> str:

@@ -25,11 +25,21 @@ import {
   CLIENT_NAME,
   ClientSettings,
   Commands,
+  EDITOR_STORAGE_OPTION,
   RESTART_DELAY_MS,
   SERVER_SETTING_KEYS,
   SETTINGS_SECTION,
 } from './constants';
+import { type EditorStorage } from './generated/protocol';
 import { chooseInterpreter, InterpreterError, probeInterpreter, type ProbedInterpreter } from './python';
+
+/** Where VS Code keeps this extension's data, as the server's `EditorStorage` payload. */
+export function editorStorage(context: vscode.ExtensionContext): EditorStorage {
+  return {
+    storageUri: context.storageUri?.toString() ?? null,
+    globalStorageUri: context.globalStorageUri.toString(),
+  };
+}
 
 /** A server command failed or could not be sent; `message` is fit for the user. */
 export class ServerCommandError extends Error {}
@@ -232,7 +242,12 @@ export class ReverieServer implements vscode.Disposable {
       ],
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: { [SETTINGS_SECTION]: explicitServerSettings() },
+      initializationOptions: {
+        [SETTINGS_SECTION]: explicitServerSettings(),
+        // where VS Code keeps this extension's data: the server finds the workspace's storage
+        // folder (its chat sessions) and the user-data dir from them, exactly
+        [EDITOR_STORAGE_OPTION]: editorStorage(this.context),
+      },
       connectionOptions: { maxRestartCount: 0 },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),

@@ -17,6 +17,10 @@ const AGENT_NAMES: Record<string, string> = {
   codex: 'Codex',
   gemini: 'Gemini CLI',
   aider: 'Aider',
+  'copilot-chat': 'GitHub Copilot Chat',
+  cline: 'Cline',
+  'roo-code': 'Roo Code',
+  continue: 'Continue',
 };
 const OFFER_KEY = 'reverie.connectOffer.';
 /** folders offered in this window (globalState keeps them across windows and reloads) */

@@ -61,7 +61,7 @@ export const Views = {
   history: 'reverie.history',
 } as const;
 
-export { Notifications, SERVER_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './generated/protocol';
+export { EDITOR_STORAGE_OPTION, Notifications, SERVER_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './generated/protocol';
 
 /** Client-only settings (never sent to the server). */
 export const ClientSettings = {

@@ -54,12 +54,30 @@ abstract class ServerTree<T> implements vscode.TreeDataProvider<T> {
 
 // --- sessions ---------------------------------------------------------------------------------
 
+/** Each agent's icon in the Sessions view (codicons); the agent ids are the server's. */
+export const AGENT_ICONS: Readonly<Record<string, string>> = {
+  'claude-code': 'sparkle',
+  codex: 'terminal',
+  'gemini-cli': 'star-full',
+  aider: 'git-commit',
+  generic: 'comment',
+  'copilot-chat': 'copilot',
+  cline: 'robot',
+  'roo-code': 'rocket',
+  'kilo-code': 'zap',
+  continue: 'debug-continue',
+};
+
+export function agentIcon(agent: string): string {
+  return AGENT_ICONS[agent] ?? 'comment';
+}
+
 export class SessionsTree extends ServerTree<SessionRow> {
   getTreeItem(row: SessionRow): vscode.TreeItem {
     const item = new vscode.TreeItem(row.title ? row.title.slice(0, 60) : `${row.agent} · ${row.sessionId.slice(0, 8)}`);
     item.description = `${row.agent} · ${formatWhen(new Date(row.updatedAt))} · ${row.messages} msgs${row.hasNotes ? ' · notes' : ''}${row.current ? ' · current' : ''}`;
     item.tooltip = new vscode.MarkdownString(`**${row.agent}** session \`${row.sessionId}\`\n\n${row.messages} messages, ~${row.tokens} tokens; ${row.hasNotes ? 'notes written' : 'no notes yet'}\n\nTranscript: \`${row.path}\``);
-    item.iconPath = new vscode.ThemeIcon(row.current ? 'comment-discussion' : 'comment');
+    item.iconPath = new vscode.ThemeIcon(agentIcon(row.agent));
     item.contextValue = 'session';
     item.command = { command: Commands.openSession, title: 'Open Session Notes', arguments: [row] };
     return item;

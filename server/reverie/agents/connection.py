@@ -270,6 +270,8 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
             # in it (settings may hold API keys): that one is restored structurally instead
             record.original = before
     text = before or ""
+    if before is None and edit.preamble and old is None:
+        text = record.preamble = edit.preamble
     try:
         if edit.kind == "block":
             after, sep = upsert_block(text, edit.block_id, edit.body, edit.style)
@@ -379,7 +381,7 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
                 after = remove_block(before, record.block_id, _style(record), record.separator)
             else:
                 after = remove_yaml_read(before, record.block_id, record.separator)
-            if record.created and not after:
+            if record.created and (not after or after == record.preamble):
                 after = None
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{path}: {exc}") from None
@@ -630,6 +632,7 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
 
 
 def agents_of(transcript_agents: Iterable[str]) -> list[ConnectableAgent]:
-    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``)."""
+    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``; Kilo
+    Code is not connectable)."""
     seen = {connectable_name(name) for name in transcript_agents}
     return [a for a in AGENTS if a in seen]

@@ -49,6 +49,9 @@ class FileRecord(BaseModel):
     #: on Reverie created those objects (None: they were all there)
     json_path: list[str] = Field(default_factory=list)
     json_created_from: int | None = None
+    #: a file Reverie created with a header before its block (front matter the agent needs
+    #: at the top): what is left after disconnect when nothing else was added; then removed
+    preamble: str | None = None
 
 
 class Connection(BaseModel):

@@ -8,6 +8,14 @@
 - gemini: personal: a labelled copy in ``~/.gemini/GEMINI.md``; project: a copy in
   ``GEMINI.md`` (or the ``context.fileName`` the settings name).
 - aider: ``.aider.conf.yml``'s ``read:`` lists MEMORY.md (git-excluded when personal).
+- copilot-chat: personal: a labelled copy in a user instructions file of VS Code
+  (``User/prompts/reverie-<key>.instructions.md``, ``applyTo: "**"``); project: a copy in
+  ``.github/copilot-instructions.md``.
+- cline: personal: a labelled copy in Cline's global rules folder (``~/Documents/Cline/Rules``);
+  project: ``.clinerules/reverie-memory.md``.
+- roo-code: personal: ``~/.roo/rules/reverie-<key>.md``; project: ``.roo/rules/reverie-memory.md``.
+- continue: personal: ``~/.continue/rules/reverie-<key>.md`` (``alwaysApply: true``); project:
+  ``.continue/rules/reverie-memory.md``.
 
 Claude Code's ``@path`` imports may point anywhere, so its personal file imports the live
 MEMORY.md (a committed CLAUDE.md gets a copy: the path is this machine's). Gemini's
@@ -63,6 +71,8 @@ class PlannedEdit:
     mcp_server: dict[str, object] = field(default_factory=dict)
     #: personal files inside the workspace: must not be tracked by git, and get excluded
     in_workspace_personal: bool = False
+    #: for a file Reverie creates: text before the block (front matter the agent reads first)
+    preamble: str = ""
 
 
 @dataclass(slots=True)
@@ -303,6 +313,8 @@ def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Setti
             PlannedEdit(target, "memory", "block", bid,
                         body=copy_body(memory_dir, workspace, labelled=personal)),
         ])
+    if agent in ("copilot-chat", "cline", "roo-code", "continue"):
+        return _rules_file(agent, workspace, scope, settings, memory_dir, bid)
     return Plan(agent, scope, "reference", memory_dir, [
         PlannedEdit(workspace / ".aider.conf.yml", "memory", "yaml-read", bid, style="hash",
                     read_path=str(memory_dir / MEMORY_INDEX), in_workspace_personal=personal),
@@ -355,3 +367,75 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
         notes.append("project scope: .mcp.json names this machine's interpreter for the "
                      "reverie MCP server; Claude Code asks each person to approve it")
     return Plan("claude-code", scope, mode, memory_dir, edits, notes)
+
+
+# -- the editor's agents: a rules / instructions file of Reverie's own -----------------------
+
+
+def vscode_user_dir(settings: Settings) -> Path:
+    """The VS Code ``User`` folder to write to: the first detected one that exists (VS Code
+    before Insiders and VSCodium; ``REVERIE_VSCODE_USER_DIR`` first when set)."""
+    from reverie.transcripts.editor_places import EditorPlaces
+
+    dirs = EditorPlaces.detect(settings.agent_home).user_dirs
+    return next((d for d in dirs if d.is_dir()), dirs[0])
+
+
+def documents_dir(home: Path) -> Path:
+    """The user's Documents folder as Cline finds it: on Linux ``xdg-user-dir DOCUMENTS``
+    (``XDG_DOCUMENTS_DIR`` in ``~/.config/user-dirs.dirs``), else ``~/Documents``."""
+    if sys.platform.startswith("linux"):
+        try:
+            text = (home / ".config" / "user-dirs.dirs").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        match = re.search(r'^XDG_DOCUMENTS_DIR="([^"]+)"', text, re.M)
+        if match:
+            where = match.group(1).replace("$HOME", str(home))
+            if Path(where).is_absolute() and Path(where) != home:
+                return Path(where)
+    return home / "Documents"
+
+
+def _continue_dir(settings: Settings) -> Path:
+    from reverie.transcripts.editor_places import EditorPlaces
+
+    return EditorPlaces.detect(settings.agent_home).continue_dir or (
+        settings.agent_home / ".continue")
+
+
+def _rules_file(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
+                memory_dir: Path, bid: str) -> Plan:
+    """A labelled copy of MEMORY.md in a file of Reverie's own where the agent reads rules:
+    nothing of the user's is edited, and disconnect removes the file again."""
+    personal = scope == "personal"
+    own = f"reverie-{project_key(workspace)}"
+    home = settings.agent_home
+    preamble = ""
+    if agent == "copilot-chat":
+        target = (vscode_user_dir(settings) / "prompts" / f"{own}.instructions.md" if personal
+                  else workspace / ".github" / "copilot-instructions.md")
+        if personal:  # VS Code applies an instructions file by itself only with ``applyTo``
+            preamble = ("---\napplyTo: \"**\"\n"
+                        f"description: \"Project memory for {workspace.name}, kept by Reverie\"\n"
+                        "---\n")
+    elif agent == "cline":
+        rules = workspace / ".clinerules"
+        target = (documents_dir(home) / "Cline" / "Rules" / f"{own}.md" if personal
+                  else rules if rules.is_file() else rules / "reverie-memory.md")
+    elif agent == "roo-code":
+        target = (home / ".roo" / "rules" / f"{own}.md" if personal
+                  else workspace / ".roo" / "rules" / "reverie-memory.md")
+    else:
+        target = (_continue_dir(settings) / "rules" / f"{own}.md" if personal
+                  else workspace / ".continue" / "rules" / "reverie-memory.md")
+        # a rule without ``alwaysApply`` is only included when globs match or asked for
+        preamble = ("---\n"
+                    f"name: Project memory for {workspace.name} (Reverie)\n"
+                    "alwaysApply: true\n---\n")
+    notes = ["the file applies to every workspace: its text says which one it is for"] \
+        if personal else []
+    return Plan(agent, scope, "copy", memory_dir, [
+        PlannedEdit(target, "memory", "block", bid, preamble=preamble,
+                    body=copy_body(memory_dir, workspace, labelled=personal)),
+    ], notes=notes)

@@ -1,7 +1,8 @@
 """Wire an agent to this workspace's memory: managed blocks in its files, plus its hooks.
 
 ``reverie connect AGENT [--workspace DIR] [--scope personal|project] [--dry-run] [--json]``.
-AGENT is ``claude-code``, ``codex``, ``gemini`` or ``aider``. ``personal`` (the default) writes
+AGENT is ``claude-code``, ``codex``, ``gemini``, ``aider``, ``copilot-chat``, ``cline``,
+``roo-code`` or ``continue``. ``personal`` (the default) writes
 nothing that would be committed to the repository; ``project`` writes the shared files.
 ``--dry-run`` prints the unified diff and writes nothing. What goes where: docs/agents.md.
 """
@@ -17,7 +18,8 @@ from reverie.cli import CommandError, add_workspace_argument, load_settings
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", metavar="AGENT",
-                        help="claude-code, codex, gemini or aider")
+                        help="claude-code, codex, gemini, aider, copilot-chat, cline, roo-code "
+                             "or continue")
     add_workspace_argument(parser)
     parser.add_argument("--scope", default="personal", choices=["personal", "project"],
                         help="personal (default: nothing committed) or project (shared files)")

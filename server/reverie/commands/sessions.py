@@ -28,10 +28,22 @@ def _skipped(path: Path, exc: Exception) -> None:
     print(f"reverie: skipping {path}: {exc}", file=sys.stderr)
 
 
+def _print_notes(notes: list[str], limit: int = 10) -> None:
+    """Editor storage folders that were not this workspace's (a remote or virtual folder)."""
+    unique = list(dict.fromkeys(notes))
+    for note in unique[:limit]:
+        print(f"reverie: VS Code workspace storage {note}", file=sys.stderr)
+    if len(unique) > limit:
+        print(f"reverie: ... and {len(unique) - limit} more VS Code workspace storage folders "
+              "skipped", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args)
     agent_home = (args.agent_home or load_settings().agent_home).expanduser()
-    rows = list_sessions(workspace, agent_home, _skipped)
+    notes: list[str] = []
+    rows = list_sessions(workspace, agent_home, _skipped, notes=notes)
+    _print_notes(notes)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from reverie.memory.write import MemoryWriter
     from reverie.session_memory.manager import SessionMemoryManager
     from reverie.transcripts.discovery import SessionRef
+    from reverie.transcripts.editor_places import EditorPlaces
 
 
 class SearchIndex(Protocol):
@@ -56,6 +57,8 @@ class ServerContext(Protocol):
     def settings(self) -> Settings: ...
 
     def session_memory(self) -> SessionMemoryManager: ...
+
+    def editor_places(self) -> EditorPlaces: ...
 
     def run_task(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]: ...
 

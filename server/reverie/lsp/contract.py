@@ -40,6 +40,7 @@ RECEIVED: tuple[type[BaseModel], ...] = (
     p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams, p.CurateArgs,
     p.ReviewsArgs, p.ApplyReviewArgs, p.DiscardReviewArgs, p.CheckMemoryArgs, p.FactArgs,
     p.OpenAnchorArgs,
+    p.EditorStorage,
 )
 
 HEADER = (
@@ -128,6 +129,8 @@ def typescript() -> str:
             out.append(f"  {to_camel(attr.lower())}: {json.dumps(value)},")
     out.append("} as const;\n")
     out.append(f"export const SETTINGS_SECTION = {json.dumps(p.SETTINGS_SECTION)};\n")
+    out.append("/** The `initializationOptions` key of `EditorStorage`. */")
+    out.append(f"export const EDITOR_STORAGE_OPTION = {json.dumps(p.EDITOR_STORAGE_OPTION)};\n")
     out.append("/** Every server setting (`reverie.<key>`), from `reverie.config.Settings`. */")
     out.append("export const SERVER_SETTING_KEYS = [")
     out += [f"  {json.dumps(k)}," for k in server_setting_keys()]

@@ -661,6 +661,27 @@ class AppendMessagesParams(Wire):
     title: str | None = None
 
 
+#: the key of ``initializationOptions`` that carries ``EditorStorage`` (beside ``reverie``)
+EDITOR_STORAGE_OPTION = "editorStorage"
+
+
+class EditorStorage(Wire):
+    """``initializationOptions.editorStorage``: where the editor keeps the extension's data
+    (VS Code's ``ExtensionContext.storageUri`` and ``globalStorageUri``). From them the server
+    knows the current workspace's storage folder (``workspaceStorage/<hash>``, where VS Code
+    keeps its chat sessions) and the user-data dir in use (Insiders, VSCodium, a profile,
+    code-server), without computing the hash."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
+
+    #: ``.../User/workspaceStorage/<hash>/<publisher.name>`` (absent in an empty window)
+    storage_uri: str | None = None
+    #: ``.../User/globalStorage/<publisher.name>``
+    global_storage_uri: str | None = None
+
+
 def build_schemas() -> None:
     """Build every payload schema now (they are deferred to keep start-up fast); called after
     ``initialize`` has been answered so the first commands do not pay for it."""

@@ -40,7 +40,7 @@ from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.jsonrpc import ReverieProtocol
 from reverie.lsp.log import ClientLogHandler, level_number
 from reverie.lsp.progress import JobProgress
-from reverie.lsp.protocol import Wire
+from reverie.lsp.protocol import EDITOR_STORAGE_OPTION, EditorStorage, Wire
 from reverie.lsp.stdio import (
     BatchingWriter,
     LoopPipeReader,
@@ -50,6 +50,7 @@ from reverie.lsp.stdio import (
 )
 from reverie.lsp.workers import ServerWorkers
 from reverie.services.wiring import memory_writer
+from reverie.transcripts.editor_places import EditorPlaces
 
 if TYPE_CHECKING:
     from reverie.lsp.tracking import WorkspaceTracker
@@ -87,6 +88,8 @@ class ReverieLanguageServer(LanguageServer):
         self.resolved = settings_mod.resolve()
         self.init_options: dict[str, Any] = {}
         self.pulled_settings: dict[str, Any] = {}
+        #: where the editor keeps the extension's data (``initializationOptions``), if it said
+        self.editor_storage: EditorStorage | None = None
         self._last_settings_message: str | None = None
         #: popup text -> when it was last shown
         self._popups: dict[str, float] = {}
@@ -179,7 +182,26 @@ class ReverieLanguageServer(LanguageServer):
     def settings(self) -> Settings:
         return self.resolved.settings
 
+    def editor_places(self) -> EditorPlaces:
+        """Where the editor's agents keep their sessions: detected under the agent home, plus
+        the exact folders the editor reported (``EditorStorage``)."""
+        places = EditorPlaces.detect(self.settings.agent_home)
+        storage = self.editor_storage
+        if storage is None:
+            return places
+        places = places.with_editor_storage(storage.storage_uri, storage.global_storage_uri)
+        for note in places.notes:
+            logger.info("%s", note)
+        return places
+
     def set_initialization_options(self, options: Any) -> None:
+        if isinstance(options, dict) and EDITOR_STORAGE_OPTION in options:
+            options = dict(options)
+            try:
+                self.editor_storage = EditorStorage.model_validate(
+                    options.pop(EDITOR_STORAGE_OPTION) or {})
+            except ValueError:
+                logger.warning("ignoring an invalid %s", EDITOR_STORAGE_OPTION)
         self.init_options = settings_mod.section_of(options)
         self.apply_settings(settings_mod.resolve(self.init_options, self.pulled_settings))
 

@@ -161,7 +161,8 @@ class WorkspaceTracker:
         from reverie.transcripts.discovery import discover_sessions
 
         try:
-            refs = await asyncio.to_thread(discover_sessions, self.folder, self.settings.agent_home)
+            refs = await asyncio.to_thread(discover_sessions, self.folder, self.settings.agent_home,
+                                           self.server.editor_places())
         except Exception:
             logger.exception("session discovery failed for %s", self.folder)
             return
@@ -238,13 +239,13 @@ class WorkspaceTracker:
             try:
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None,
-                    worker=self.server.workers.parse,
+                    worker=self.server.workers.parse, editor=self.server.editor_places(),
                 )
             except Exception:  # a corrupt saved state must not stop tracking
                 logger.warning("discarding saved watcher state", exc_info=True)
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms,
-                    worker=self.server.workers.parse,
+                    worker=self.server.workers.parse, editor=self.server.editor_places(),
                 )
             states = {}
             self._watcher = watcher
@@ -301,7 +302,8 @@ class WorkspaceTracker:
             logger.warning("skipping %s: %s", path, exc)
 
         rows = await asyncio.to_thread(list_sessions, self.folder, self.settings.agent_home,
-                                       skipped, paths=self.paths)
+                                       skipped, paths=self.paths,
+                                       editor=self.server.editor_places())
         return SessionsResult(sessions=[SessionRow.model_validate(r) for r in rows])
 
     async def session_notes(self, session_id: str | None) -> SessionNotesResult:
@@ -425,7 +427,7 @@ class WorkspaceTracker:
         return await asyncio.to_thread(
             memory_lock_status, self.settings, self.folder, self.memory_dir,
             current_session_id=self.current.session_id if self.current else None,
-            throttle=self.server.dream_throttle,
+            throttle=self.server.dream_throttle, editor=self.server.editor_places(),
         )
 
     async def lock_status_json(self) -> dict[str, Any]:

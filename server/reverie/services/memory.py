@@ -24,6 +24,7 @@ from reverie.memory.transaction import TransactionError
 from reverie.memory.undo import undo_run, undo_target, undone_runs
 from reverie.memory.write import MemoryWriter, WriteResult
 from reverie.transcripts.discovery import sessions_touched_since
+from reverie.transcripts.editor_places import EditorPlaces
 
 
 class LockUnreadable(UserError):
@@ -44,6 +45,7 @@ def memory_lock_status(
     *,
     current_session_id: str | None,
     throttle: ScanThrottle | None = None,
+    editor: EditorPlaces | None = None,
 ) -> LockStatus:
     """The lock and the gate an automatic dream would stop at next (``reverie lock --json``,
     ``lockStatus``). ``current_session_id`` is not counted (the dream never reviews the
@@ -56,7 +58,7 @@ def memory_lock_status(
     try:
         count: int | None = len(sessions_touched_since(
             workspace, settings.agent_home, last or datetime.fromtimestamp(0, UTC),
-            current_session_id,
+            current_session_id, editor,
         ))
     except OSError:
         count = None

@@ -14,6 +14,7 @@ from typing import Any
 from reverie.config import ProjectPaths, Settings
 from reverie.errors import UserError
 from reverie.transcripts.discovery import current_session
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.listing import session_rows
 
 
@@ -31,11 +32,16 @@ def list_sessions(
     on_skip: Callable[[Path, Exception], None] | None = None,
     *,
     paths: ProjectPaths | None = None,
+    editor: EditorPlaces | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The workspace's sessions, newest first (``reverie sessions --json`` rows). With
     ``paths`` each row also has ``title`` and ``has_notes`` (what the editor's list shows).
-    Blocking: call via a thread."""
-    rows = session_rows(workspace, agent_home, on_skip, with_title=paths is not None)
+    ``editor``: where the editor's agents keep sessions (default: detected); ``notes``
+    collects the editor storage folders skipped (remote, virtual). Blocking: call via a
+    thread."""
+    rows = session_rows(workspace, agent_home, on_skip, with_title=paths is not None,
+                        editor=editor, notes=notes)
     if paths is not None:
         for row in rows:
             row["has_notes"] = paths.notes_path(row["session_id"]).is_file()

@@ -70,6 +70,80 @@ AIDER_TOOLS: dict[str, ToolKind] = {
     "git_commit": K.OTHER,
 }
 
+#: GitHub Copilot Chat in VS Code: the model-facing names (``ToolName``) and the names VS Code
+#: records (``ContributedToolName``, ``copilot_*``) of microsoft/vscode-copilot-chat
+#: ``src/extension/tools/common/toolNames.ts``; core tools (``run_in_terminal``...) are VS Code's.
+COPILOT_TOOLS: dict[str, ToolKind] = {
+    "read_file": K.READ, "copilot_readFile": K.READ,
+    "list_dir": K.READ, "copilot_listDirectory": K.READ,
+    "read_project_structure": K.READ, "copilot_readProjectStructure": K.READ,
+    "get_changed_files": K.READ, "copilot_getChangedFiles": K.READ,
+    "get_errors": K.READ, "copilot_getErrors": K.READ,
+    "read_notebook_cell_output": K.READ, "copilot_readNotebookCellOutput": K.READ,
+    "copilot_getNotebookSummary": K.READ,
+    "apply_patch": K.EDIT, "copilot_applyPatch": K.EDIT,
+    "insert_edit_into_file": K.EDIT, "copilot_insertEdit": K.EDIT,
+    "replace_string_in_file": K.EDIT, "copilot_replaceString": K.EDIT,
+    "multi_replace_string_in_file": K.EDIT, "copilot_multiReplaceString": K.EDIT,
+    "edit_notebook_file": K.EDIT, "copilot_editNotebook": K.EDIT,
+    "edit_files": K.EDIT, "copilot_editFiles": K.EDIT,
+    # a ``textEditGroup`` VS Code applied without a tool call of its own (Edits mode)
+    "apply_edit": K.EDIT,
+    "create_file": K.WRITE, "copilot_createFile": K.WRITE,
+    "create_directory": K.WRITE, "copilot_createDirectory": K.WRITE,
+    "create_new_jupyter_notebook": K.WRITE, "copilot_createNewJupyterNotebook": K.WRITE,
+    "run_in_terminal": K.SHELL, "get_terminal_output": K.SHELL,
+    "run_task": K.SHELL, "create_and_run_task": K.SHELL, "copilot_createAndRunTask": K.SHELL,
+    "get_task_output": K.SHELL, "terminal_last_command": K.SHELL,
+    "semantic_search": K.SEARCH, "copilot_searchCodebase": K.SEARCH,
+    "file_search": K.SEARCH, "copilot_findFiles": K.SEARCH,
+    "grep_search": K.SEARCH, "copilot_findTextInFiles": K.SEARCH,
+    "search_workspace_symbols": K.SEARCH, "copilot_searchWorkspaceSymbols": K.SEARCH,
+    "list_code_usages": K.SEARCH, "copilot_listCodeUsages": K.SEARCH,
+    "test_search": K.SEARCH, "copilot_findTestFiles": K.SEARCH,
+    "get_search_view_results": K.SEARCH, "copilot_getSearchResults": K.SEARCH,
+    "fetch_webpage": K.WEB, "copilot_fetchWebPage": K.WEB,
+    "open_simple_browser": K.WEB, "copilot_openSimpleBrowser": K.WEB,
+    "github_repo": K.WEB, "copilot_githubRepo": K.WEB,
+    "runSubagent": K.TASK,
+}
+
+#: Cline, Roo Code and Kilo Code: the model's tool names (cline/cline
+#: ``src/core/prompts``, RooCodeInc/Roo-Code ``src/shared/tools.ts``) and the ``tool`` of a
+#: ``say``/``ask`` "tool" UI message (``ClineSayTool`` in cline/cline
+#: ``apps/vscode/src/shared/ExtensionMessage.ts``, Roo-Code ``packages/types``).
+CLINE_TOOLS: dict[str, ToolKind] = {
+    "read_file": K.READ, "readFile": K.READ,
+    "list_files": K.READ, "listFilesTopLevel": K.READ, "listFilesRecursive": K.READ,
+    "list_code_definition_names": K.READ, "listCodeDefinitionNames": K.READ,
+    "readCommandOutput": K.READ, "read_command_output": K.READ,
+    "replace_in_file": K.EDIT, "apply_diff": K.EDIT, "appliedDiff": K.EDIT,
+    "editedExistingFile": K.EDIT, "insert_content": K.EDIT, "search_and_replace": K.EDIT,
+    "search_replace": K.EDIT, "edit_file": K.EDIT, "apply_patch": K.EDIT,
+    "fileDeleted": K.EDIT,
+    "write_to_file": K.WRITE, "newFileCreated": K.WRITE,
+    "execute_command": K.SHELL,
+    "search_files": K.SEARCH, "searchFiles": K.SEARCH, "codebase_search": K.SEARCH,
+    "codebaseSearch": K.SEARCH,
+    "web_fetch": K.WEB, "webFetch": K.WEB, "webSearch": K.WEB, "browser_action": K.WEB,
+    "new_task": K.TASK, "newTask": K.TASK, "use_subagents": K.TASK,
+}
+
+#: Continue: ``BuiltInToolNames`` (continuedev/continue ``core/tools/builtIn.ts``) and the
+#: Continue CLI's tools (``Read``, ``Edit``, ``MultiEdit``, ``Write``, ``Bash``...).
+CONTINUE_TOOLS: dict[str, ToolKind] = {
+    "read_file": K.READ, "read_file_range": K.READ, "read_currently_open_file": K.READ,
+    "ls": K.READ, "view_subdirectory": K.READ, "view_repo_map": K.READ, "view_diff": K.READ,
+    "edit_existing_file": K.EDIT, "single_find_and_replace": K.EDIT, "multi_edit": K.EDIT,
+    "create_new_file": K.WRITE,
+    "run_terminal_command": K.SHELL,
+    "grep_search": K.SEARCH, "file_glob_search": K.SEARCH, "codebase": K.SEARCH,
+    "exact_search": K.SEARCH,
+    "search_web": K.WEB, "fetch_url_content": K.WEB,
+    "Read": K.READ, "List": K.READ, "Edit": K.EDIT, "MultiEdit": K.EDIT, "Write": K.WRITE,
+    "Bash": K.SHELL, "Search": K.SEARCH, "Fetch": K.WEB,
+}
+
 #: Generic transcripts may use any agent's names; lower-case lookup over all of them.
 GENERIC_TOOLS: dict[str, ToolKind] = {
     name.lower(): kind
@@ -83,10 +157,15 @@ _TABLES: dict[str, dict[str, ToolKind]] = {
     "gemini-cli": GEMINI_TOOLS,
     "aider": AIDER_TOOLS,
     "generic": GENERIC_TOOLS,
+    "copilot-chat": COPILOT_TOOLS,
+    "cline": CLINE_TOOLS,
+    "roo-code": CLINE_TOOLS,
+    "kilo-code": CLINE_TOOLS,
+    "continue": CONTINUE_TOOLS,
 }
 
 #: Input keys that name one file the tool reads or changes.
-_FILE_KEYS = ("file_path", "notebook_path", "absolute_path", "filePath", "filename")
+_FILE_KEYS = ("file_path", "notebook_path", "absolute_path", "filePath", "filename", "filepath")
 #: ``path`` means a file only for file tools (for search tools it is the directory searched).
 _FILE_KINDS = {K.READ, K.EDIT, K.WRITE}
 
@@ -173,11 +252,15 @@ def make_tool_call(
         listed = tool_input.get("file_paths")  # generic writers may list the files themselves
         if isinstance(listed, list):
             paths.extend(absolute(p, cwd) for p in listed if isinstance(p, str) and p)
-        edits = tool_input.get("edits")
-        if isinstance(edits, list):
-            for edit in edits:
-                if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
-                    paths.append(absolute(edit["file_path"], cwd))
+        for many_key in ("edits", "replacements"):  # MultiEdit; Copilot multi_replace
+            edits = tool_input.get(many_key)
+            if isinstance(edits, list):
+                for edit in edits:
+                    if not isinstance(edit, dict):
+                        continue
+                    for key in ("file_path", "filePath"):
+                        if isinstance(edit.get(key), str) and edit[key]:
+                            paths.append(absolute(edit[key], cwd))
     if kind is K.SHELL:
         command = shell_command(tool_input.get("command", tool_input.get("cmd")))
         if command and "*** Begin Patch" in command and _APPLY_PATCH_RUN.search(command):

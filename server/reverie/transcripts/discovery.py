@@ -25,17 +25,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel
 
 from reverie.agent_roots import AgentRoots
 from reverie.config import REVERIE_CLI_WORKDIR
 from reverie.transcripts import aider
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.claude import UUID_PATTERN as _UUID
+from reverie.transcripts.editor_discovery import editor_ref, editor_refs
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.generic import read_sidecar, sidecar_project
 from reverie.transcripts.lines import LineSplitter
-from reverie.transcripts.model import AgentName
 from reverie.transcripts.pathstyle import PathStyle
+from reverie.transcripts.refs import (
+    SessionRef,
+    belongs,
+    is_reverie_cli_session,
+    mtime,
+    workspace_variants,
+)
+
+__all__ = ["REVERIE_CLI_WORKDIR", "SessionRef", "current_session", "discover_sessions",
+           "is_inside", "is_reverie_cli_session", "session_ref", "sessions_touched_since"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,26 +55,9 @@ _HEAD_LINES = 200
 _HEAD_CHUNK = 64 * 1024
 
 
-class SessionRef(BaseModel):
-    """Where one session lives and whose it is; cheap to build (no full parse)."""
-
-    agent: AgentName
-    session_id: str
-    path: Path
-    updated_at: datetime
-    parent_session_id: str | None = None
-    cwd: str | None = None
-
-    @property
-    def is_subagent(self) -> bool:
-        return self.parent_session_id is not None
-
-
-def _mtime(path: Path) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    except OSError:
-        return None
+_mtime = mtime
+_workspace_variants = workspace_variants
+_belongs = belongs
 
 
 def is_inside(child: str | None, workspace: Path, style: PathStyle | None = None) -> bool:
@@ -72,29 +65,6 @@ def is_inside(child: str | None, workspace: Path, style: PathStyle | None = None
     on (``style``): case and separators on Windows, case on macOS; a path in another OS's
     syntax is never inside."""
     return (style or PathStyle.host()).is_inside(child, workspace)
-
-
-def _workspace_variants(workspace: Path) -> list[Path]:
-    """The workspace as given and resolved (symlinked homes such as /private/var on macOS)."""
-    out = [Path(os.path.abspath(workspace.expanduser()))]
-    try:
-        resolved = workspace.expanduser().resolve()
-    except OSError:
-        resolved = out[0]
-    if resolved not in out:
-        out.append(resolved)
-    return out
-
-
-def is_reverie_cli_session(cwd: str | None) -> bool:
-    return bool(cwd) and REVERIE_CLI_WORKDIR in Path(str(cwd)).parts
-
-
-def _belongs(cwd: str | None, workspace: Path) -> bool:
-    if is_reverie_cli_session(cwd):
-        return False
-    style = PathStyle.host()
-    return any(style.is_inside(cwd, w) for w in _workspace_variants(workspace))
 
 
 def _head_records(path: Path) -> Iterator[dict[str, object]]:
@@ -410,9 +380,14 @@ def generic_sessions_dir(agent_home: Path) -> Path:
 
 # -- entry points ----------------------------------------------------------------------------
 
-def session_ref(path: Path, workspace: Path, agent_home: Path) -> SessionRef | None:
-    """The ref of one transcript file when it belongs to ``workspace`` (used by the watcher)."""
+def session_ref(path: Path, workspace: Path, agent_home: Path,
+                editor: EditorPlaces | None = None) -> SessionRef | None:
+    """The ref of one transcript file when it belongs to ``workspace`` (used by the watcher).
+    ``editor``: where the editor's agents keep their sessions (default: detected)."""
     home = agent_home
+    found = editor_ref(path, workspace, editor or EditorPlaces.detect(home))
+    if found is not None:
+        return found
     roots = AgentRoots.for_home(home)
     try:
         rel_claude = path.relative_to(roots.claude_projects)
@@ -453,9 +428,12 @@ def _under(path: Path, root: Path) -> bool:
     return True
 
 
-def discover_sessions(workspace: Path, agent_home: Path) -> list[SessionRef]:
+def discover_sessions(workspace: Path, agent_home: Path, editor: EditorPlaces | None = None,
+                      notes: list[str] | None = None) -> list[SessionRef]:
     """Every session of ``workspace`` under ``agent_home`` (``Settings.agent_home``), newest
-    first."""
+    first: the terminal agents' and the editor's own (``editor``: where those live, default
+    detected under the agent home; ``notes`` collects why editor storage folders were
+    skipped)."""
     workspace = Path(workspace)
     home = Path(agent_home).expanduser()
     roots = AgentRoots.for_home(home)
@@ -489,13 +467,15 @@ def discover_sessions(workspace: Path, agent_home: Path) -> list[SessionRef]:
                 ref = generic_ref(path)
                 if ref is not None and _belongs(ref.cwd, workspace):
                     refs.append(ref)
+    refs.extend(editor_refs(workspace, editor or EditorPlaces.detect(home), notes))
     refs.sort(key=lambda r: (r.updated_at, str(r.path), r.session_id), reverse=True)
     return refs
 
 
-def current_session(workspace: Path, agent_home: Path) -> SessionRef | None:
+def current_session(workspace: Path, agent_home: Path,
+                    editor: EditorPlaces | None = None) -> SessionRef | None:
     """The most recently appended main (not sub-agent) session of ``workspace``."""
-    for ref in discover_sessions(workspace, agent_home):
+    for ref in discover_sessions(workspace, agent_home, editor):
         if not ref.is_subagent:
             return ref
     return None
@@ -506,6 +486,7 @@ def sessions_touched_since(
     agent_home: Path,
     since: datetime,
     exclude_session_id: str | None = None,
+    editor: EditorPlaces | None = None,
 ) -> list[SessionRef]:
     """Main sessions appended to after ``since`` (the dream's session gate), newest first.
 
@@ -515,6 +496,6 @@ def sessions_touched_since(
         since = since.astimezone()
     return [
         ref
-        for ref in discover_sessions(workspace, agent_home)
+        for ref in discover_sessions(workspace, agent_home, editor)
         if ref.updated_at > since and not ref.is_subagent and ref.session_id != exclude_session_id
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.transcripts.discovery import SessionRef, discover_sessions
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.model import Transcript
 from reverie.transcripts.reader import TranscriptError, load_sessions
 from reverie.transcripts.tokens import context_tokens
@@ -19,11 +20,14 @@ def session_rows(
     on_skip: Callable[[Path, Exception], None] | None = None,
     *,
     with_title: bool = False,
+    editor: EditorPlaces | None = None,
+    notes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """``{agent, session_id, path, messages, tokens, updated_at, current}`` per session (and
     ``title`` with ``with_title``: the CLI's ``--json`` keeps its keys); an unreadable
-    transcript is reported to ``on_skip`` and listed with no messages."""
-    refs = discover_sessions(workspace, agent_home)
+    transcript is reported to ``on_skip`` and listed with no messages. ``editor``: where the
+    editor's agents keep sessions (default: detected); ``notes`` collects skipped folders."""
+    refs = discover_sessions(workspace, agent_home, editor, notes)
     current = next((r for r in refs if not r.is_subagent), None)
     loaded: dict[Path, dict[str, Transcript]] = {}
     rows: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from reverie.types import EDITOR_AGENTS as EDITOR_AGENTS
 from reverie.types import AgentName as AgentName  # where readers have always found it
 from reverie.types import Usage as Usage
 

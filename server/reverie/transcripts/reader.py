@@ -17,13 +17,21 @@ from pathlib import Path
 import orjson
 
 from reverie.errors import UserError
-from reverie.transcripts import aider, gemini
+from reverie.transcripts import aider, cline, continue_dev, copilot, gemini
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
 from reverie.transcripts.codex import CodexParser
+from reverie.transcripts.document import EditorDocument
 from reverie.transcripts.generic import GenericParser
 from reverie.transcripts.lines import BOM, CHUNK_BYTES, LineSplitter
-from reverie.transcripts.model import AgentName, Message, ParseStats, Session, Transcript
+from reverie.transcripts.model import (
+    EDITOR_AGENTS,
+    AgentName,
+    Message,
+    ParseStats,
+    Session,
+    Transcript,
+)
 
 #: how much of a file detection looks at
 _DETECT_BYTES = 256 * 1024
@@ -35,6 +43,15 @@ _GEMINI_TYPES = {"user", "gemini", "info", "error", "warning"}
 
 class TranscriptError(UserError):
     """A transcript path that cannot be read at all. ``str(error)`` is one line for the user."""
+
+
+def read_editor_document(agent: AgentName, path: Path, data: bytes) -> EditorDocument:
+    """A session document of one of the editor's agents (``EDITOR_AGENTS``)."""
+    if agent == "copilot-chat":
+        return copilot.read_document(path, data)
+    if agent == "continue":
+        return continue_dev.read_document(path, data)
+    return cline.read_document(path, data, agent)
 
 
 def parser_for(agent: AgentName, path: Path) -> RecordParser:
@@ -71,6 +88,9 @@ def _classify_record(record: object) -> AgentName | None:
     kind = record.get("type")
     if "payload" in record and kind in _CODEX_TYPES:
         return "codex"
+    if record.get("kind") == 0 and isinstance(record.get("v"), dict) and (
+            "requests" in record["v"] or "sessionId" in record["v"]):
+        return "copilot-chat"  # the first line of a VS Code chat session log
     if "$set" in record or "$rewindTo" in record or "projectHash" in record:
         return "gemini-cli"
     if kind in _CLAUDE_TYPES and (
@@ -115,6 +135,9 @@ def detect_agent(path: Path) -> AgentName | None:
             return None
     if head.lstrip().startswith(b"# aider chat started at"):
         return "aider"
+    editor = _editor_agent(path, head)
+    if editor is not None:
+        return editor
     if path.suffix == ".json":
         if b'"sessionId"' in head and (b'"messages"' in head or b'"projectHash"' in head):
             return "gemini-cli"
@@ -142,6 +165,27 @@ def detect_agent(path: Path) -> AgentName | None:
     return _hint_from_path(path)
 
 
+def _editor_agent(path: Path, head: bytes) -> AgentName | None:
+    """The editor's agents, from where the file is and what it starts with."""
+    start = head.lstrip()[:1]
+    if path.name == cline.UI_MESSAGES and start in (b"[", b""):
+        return cline.task_agent(path)
+    if copilot.is_session_location(path) and start in (b"{", b""):
+        return "copilot-chat"
+    if path.suffix != ".json" or start not in (b"{", b"["):
+        return None
+    if start == b"{" and b'"requests"' in head and (
+            b'"responderUsername"' in head or b'"requesterUsername"' in head
+            or b'"creationDate"' in head or b'"initialLocation"' in head):
+        return "copilot-chat"
+    if start == b"{" and b'"history"' in head and (
+            b'"workspaceDirectory"' in head or b'"contextItems"' in head):
+        return "continue"
+    if start == b"[" and b'"ts"' in head and (b'"say"' in head or b'"ask"' in head):
+        return cline.task_agent(path)
+    return None
+
+
 class TranscriptReader:
     """Streams one session's messages; ``session`` and ``stats`` are complete after iteration.
 
@@ -162,6 +206,8 @@ class TranscriptReader:
         try:
             if self.agent == "aider":
                 yield from self._aider()
+            elif self.agent in EDITOR_AGENTS:
+                yield from self._editor_document()
             elif self.agent == "gemini-cli" and self.path.suffix == ".json":
                 yield from self._gemini_document()
             else:
@@ -190,6 +236,12 @@ class TranscriptReader:
         if isinstance(parser, gemini.GeminiJsonlParser):
             yield from parser.messages()
         self.session = parser.session
+
+    def _editor_document(self) -> Iterator[Message]:
+        doc = read_editor_document(self.agent, self.path, self.path.read_bytes())
+        messages = doc.messages()
+        self.session, self.stats = doc.session, doc.stats
+        yield from messages
 
     def _gemini_document(self) -> Iterator[Message]:
         state = gemini.parse_document(self.path, self.path.read_bytes())

@@ -21,6 +21,7 @@ from typing import Any
 
 from reverie.transcripts.digest import MessageDigest, digests
 from reverie.transcripts.discovery import SessionRef, discover_sessions, session_ref
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.model import Message, Session
 from reverie.transcripts.tail import TailState, TranscriptTail
 
@@ -61,6 +62,19 @@ class ReadResult:
     dropped: list[str] = field(default_factory=list)
 
 
+def _session_files(paths: set[Path]) -> set[Path]:
+    """The changed paths, a new task folder (Cline, Roo, Kilo) standing for its session file."""
+    out: set[Path] = set()
+    for path in paths:
+        if path.suffix == "" and path.parent.name == "tasks" and path.is_dir():
+            candidate = path / "ui_messages.json"
+            if candidate.is_file():
+                out.add(candidate)
+        elif path.suffix or not path.is_dir():
+            out.add(path)
+    return out
+
+
 class SessionReader:
     """Tails of one workspace's session files. Not thread-safe: one caller at a time.
 
@@ -75,9 +89,12 @@ class SessionReader:
         *,
         tail_states: Mapping[str, TailState | dict[str, Any]] | None = None,
         keep_messages: bool = True,
+        editor: EditorPlaces | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.agent_home = Path(agent_home)
+        #: where the editor's agents keep their sessions (detected once, not per change)
+        self.editor = editor if editor is not None else EditorPlaces.detect(self.agent_home)
         self.keep_messages = keep_messages
         self._tails: dict[Path, TranscriptTail] = {}
         self._membership: dict[Path, tuple[bool, int]] = {}
@@ -103,7 +120,7 @@ class SessionReader:
         modified after ``watched_since_ns`` (created or grown once the watches were running).
         """
         events: list[SessionAppended] = []
-        refs = discover_sessions(self.workspace, self.agent_home)
+        refs = discover_sessions(self.workspace, self.agent_home, self.editor)
         for path in dict.fromkeys(ref.path for ref in refs):
             self._membership[path] = (True, 0)
             resumed = path in self._resumed
@@ -119,7 +136,7 @@ class SessionReader:
     def apply(self, paths: Iterable[str | Path]) -> list[SessionAppended]:
         """Read the given changed paths (in path order); forget the ones that are gone."""
         events: list[SessionAppended] = []
-        for path in sorted({Path(p) for p in paths if p}):
+        for path in sorted(_session_files({Path(p) for p in paths if p})):
             if not path.is_file():
                 if self._tails.pop(path, None) is not None:
                     self._dropped.add(path)
@@ -203,6 +220,6 @@ class SessionReader:
         known = self._membership.get(path)
         if known is not None and (known[0] or known[1] == size or size >= _RECHECK_BELOW):
             return known[0]
-        ok = session_ref(path, self.workspace, self.agent_home) is not None
+        ok = session_ref(path, self.workspace, self.agent_home, self.editor) is not None
         self._membership[path] = (ok, size)
         return ok

@@ -26,10 +26,10 @@ from pydantic import BaseModel, Field
 from reverie.transcripts import aider, gemini
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.lines import CHUNK_BYTES, LineSplitter
-from reverie.transcripts.model import AgentName, Message, ParseStats, Session
-from reverie.transcripts.reader import detect_agent, parser_for
+from reverie.transcripts.model import EDITOR_AGENTS, AgentName, Message, ParseStats, Session
+from reverie.transcripts.reader import detect_agent, parser_for, read_editor_document
 
-Mode = Literal["stream", "gemini-jsonl", "gemini-json", "aider"]
+Mode = Literal["stream", "gemini-jsonl", "gemini-json", "aider", "document"]
 #: bytes just before the offset that must still be there for an incremental read
 _CHECK_BYTES = 64
 
@@ -54,6 +54,8 @@ class TailState(BaseModel):
 def _mode(agent: AgentName, path: Path) -> Mode:
     if agent == "aider":
         return "aider"
+    if agent in EDITOR_AGENTS:
+        return "document"
     if agent == "gemini-cli":
         return "gemini-json" if path.suffix == ".json" else "gemini-jsonl"
     return "stream"
@@ -123,7 +125,8 @@ class TranscriptTail:
             if self.agent is None:
                 self.agent = "generic"
         replaced = self._inode != 0 and (st.st_ino, st.st_dev) != (self._inode, self._device)
-        if replaced:
+        if replaced and _mode(self.agent, self.path) != "document":
+            # a document renamed over (Roo's safe write) is diffed by content, like a rewrite
             self._reset()
         self._inode, self._device = st.st_ino, st.st_dev
         mode = _mode(self.agent, self.path)
@@ -131,7 +134,9 @@ class TranscriptTail:
             return self._read_stream(st.st_size, keep=keep)
         if (st.st_size, st.st_mtime_ns) == (self._size, self._mtime_ns):
             return []
-        if mode == "gemini-json":
+        if mode == "document":
+            out = self._read_document()
+        elif mode == "gemini-json":
             out = self._read_gemini_json()
         elif mode == "gemini-jsonl":
             out = self._read_gemini_jsonl(st.st_size)
@@ -203,6 +208,8 @@ class TranscriptTail:
         self._seen: set[str] = set()
         self._size = self._mtime_ns = -1
         self._gemini: gemini.GeminiJsonlParser | None = None
+        #: document formats: unit key -> (digest, fingerprints of its messages), this run only
+        self._units: dict[str, tuple[str, list[str]]] = {}
         self._session = None
         self._stats = ParseStats()
 
@@ -275,6 +282,42 @@ class TranscriptTail:
                     self._gemini.feed_line(line)
         self._session, self._stats = self._gemini.session, self._gemini.stats
         return self._diff(self._gemini.messages(), keep_only=True)
+
+    def _read_document(self) -> list[Message]:
+        """A rewritten session document: rebuild only the units whose raw JSON changed and
+        report the messages not reported before (``seen``: the checkpoint a restored tail
+        diffs against). A document caught half-written is read again on the next change."""
+        assert self.agent is not None
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return []
+        doc = read_editor_document(self.agent, self.path, data)
+        if not doc.complete:
+            self._size = self._mtime_ns = -1  # keep what we had; retry on the next change
+            self._stats = doc.stats
+            return []
+        fresh: list[Message] = []
+        units: dict[str, tuple[str, list[str]]] = {}
+        current: set[str] = set()
+        for unit in doc.units:
+            known = self._units.get(unit.key)
+            if known is not None and known[0] == unit.digest:
+                units[unit.key] = known
+                current.update(known[1])
+                continue
+            prints: list[str] = []
+            for message in unit.build():
+                fp = _fingerprint(message)
+                prints.append(fp)
+                if fp not in self._seen and fp not in current:
+                    fresh.append(message)
+                current.add(fp)
+            units[unit.key] = (unit.digest, prints)
+        self._units = units
+        self._seen = current
+        self._session, self._stats = doc.session, doc.stats
+        return fresh
 
     def _read_aider(self, st: os.stat_result) -> list[Message]:
         if st.st_size < self._offset:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -40,6 +41,8 @@ import watchfiles
 from reverie.agent_roots import AgentRoots
 from reverie.background import lower_thread_priority
 from reverie.transcripts.discovery import aider_history_files
+from reverie.transcripts.editor_discovery import editor_watch_roots
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.reading import SessionAppended, SessionReader
 from reverie.transcripts.tail import TailState, TranscriptTail
 from reverie.transcripts.worker import ParseWorker, UnknownReader, WorkerDied
@@ -55,7 +58,10 @@ _MAX_RECOVERIES = 2
 
 
 def _is_session_file(change: watchfiles.Change, path: str) -> bool:
-    return path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
+    return (path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
+            # a new task folder of Cline / Roo / Kilo: its first file can be written before
+            # the recursive watch covers the folder, so the folder itself is looked into
+            or os.path.basename(os.path.dirname(path)) == "tasks")
 
 
 class SessionWatcher:
@@ -70,11 +76,15 @@ class SessionWatcher:
         tail_states: Mapping[str, TailState | dict[str, Any]] | None = None,
         prime: bool = True,
         worker: ParseWorker | None = None,
+        editor: EditorPlaces | None = None,
     ) -> None:
         self.workspace = Path(workspace)
         self.agent_home = Path(agent_home).expanduser()
         self.debounce_ms = max(1, int(debounce_ms))
         self._prime = prime
+        #: where the editor's agents keep their sessions, and this workspace's folders there
+        self.editor = editor if editor is not None else EditorPlaces.detect(self.agent_home)
+        self._editor_roots: list[Path] = []  # found off the loop when the iteration starts
         self._stop = asyncio.Event()
         self._roots_changed = asyncio.Event()
         # a corrupt saved state raises here, in both modes (the caller can start afresh)
@@ -84,7 +94,8 @@ class SessionWatcher:
         else:
             states = {str(Path(k)): _checked_state(v).model_dump_json().encode()
                       for k, v in (tail_states or {}).items()}
-            self._reading = _WorkerReading(worker, self.workspace, self.agent_home, states)
+            self._reading = _WorkerReading(worker, self.workspace, self.agent_home, states,
+                                           self.editor)
 
     # -- public --------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -96,7 +107,9 @@ class SessionWatcher:
         return self._reading.states()
 
     def agent_roots(self) -> list[Path]:
-        return AgentRoots.for_home(self.agent_home).watched()
+        """The folders watched recursively: the terminal agents' session roots under the agent
+        home and this workspace's folders of the editor's agents (never a whole user-data dir)."""
+        return [*AgentRoots.for_home(self.agent_home).watched(), *self._editor_roots]
 
     def __aiter__(self) -> AsyncIterator[SessionAppended]:
         return self._run()
@@ -106,9 +119,12 @@ class SessionWatcher:
         self, tail_states: Mapping[str, TailState | dict[str, Any]] | None
     ) -> SessionReader:
         """The in-process reader (a hook for tests that race the start-up scan)."""
-        return SessionReader(self.workspace, self.agent_home, tail_states=tail_states)
+        return SessionReader(self.workspace, self.agent_home, tail_states=tail_states,
+                             editor=self.editor)
 
     async def _run(self) -> AsyncIterator[SessionAppended]:
+        self._editor_roots = await asyncio.to_thread(editor_watch_roots, self.workspace,
+                                                     self.editor)
         reading = self._reading
         reading.start()
         try:
@@ -130,6 +146,8 @@ class SessionWatcher:
         stop_wait = asyncio.create_task(self._stop.wait())
         try:
             await self._until_ready(readies, tasks)
+            if self._stop.is_set():  # stopped while starting: no start-up scan to wait for
+                return
             for event in await reading.scan(not self._prime, started_ns):
                 yield event
             while not self._stop.is_set():
@@ -336,8 +354,10 @@ class _WorkerReading:
 
     def __init__(
         self, worker: ParseWorker, workspace: Path, agent_home: Path, states: dict[str, bytes],
+        editor: EditorPlaces | None = None,
     ) -> None:
         self._worker = worker
+        self._editor = editor
         self._workspace = workspace
         self._agent_home = agent_home
         self._states = states
@@ -369,7 +389,7 @@ class _WorkerReading:
             try:
                 if not self._opened:
                     await self._worker.open_reader(self._key, self._workspace,
-                                                   self._agent_home, self._states)
+                                                   self._agent_home, self._states, self._editor)
                     self._opened = True
                 result = await self._worker.read_step(self._key, paths, report,
                                                       watched_since_ns)

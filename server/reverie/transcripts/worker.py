@@ -35,6 +35,7 @@ from reverie.errors import ReverieError
 from reverie.priority import lower_process_priority
 
 if TYPE_CHECKING:
+    from reverie.transcripts.editor_places import EditorPlaces
     from reverie.transcripts.reading import ReadResult, SessionReader
 
 logger = logging.getLogger(__name__)
@@ -135,10 +136,12 @@ class ParseWorker:
         workspace: Path,
         agent_home: Path,
         tail_states: Mapping[str, bytes] | None = None,
+        editor: EditorPlaces | None = None,
     ) -> None:
         """Create (or replace) reader ``key`` in the worker process, resuming ``tail_states``
         (``TailState`` JSON, as ``ReadResult.states`` carries them)."""
-        await self.call(_open_reader, key, workspace, agent_home, dict(tail_states or {}))
+        await self.call(_open_reader, key, workspace, agent_home, dict(tail_states or {}),
+                        editor)
 
     async def read_step(
         self, key: str, paths: Iterable[str] | None, report: bool = True,
@@ -275,14 +278,15 @@ def _exit_with(parent: BaseProcess) -> None:
 
 
 def _open_reader(
-    key: str, workspace: Path, agent_home: Path, tail_states: dict[str, bytes]
+    key: str, workspace: Path, agent_home: Path, tail_states: dict[str, bytes],
+    editor: EditorPlaces | None = None,
 ) -> None:
     from reverie.transcripts.reading import SessionReader
     from reverie.transcripts.tail import TailState
 
     states = {path: TailState.model_validate_json(raw) for path, raw in tail_states.items()}
     _Readers.readers[key] = SessionReader(
-        workspace, agent_home, tail_states=states, keep_messages=False
+        workspace, agent_home, tail_states=states, keep_messages=False, editor=editor
     )
 
 

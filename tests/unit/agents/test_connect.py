@@ -58,6 +58,12 @@ USER_FILES = {
                                      b'"command": "notify-send done"}]}]}}'},
     "gemini": {"~/.gemini/GEMINI.md": b"Be brief."},
     "aider": {".aider.conf.yml": b"model: sonnet\nread:\n  - CONVENTIONS.md\n"},
+    # the editor's agents: Reverie writes a file of its own beside the user's
+    "copilot-chat": {"~/.config/Code/User/prompts/style.instructions.md":
+                         b"---\napplyTo: '**/*.py'\n---\nUse type hints.\n"},
+    "cline": {"~/Documents/Cline/Rules/style.md": b"Prefer small commits.\n"},
+    "roo-code": {"~/.roo/rules/style.md": b"Prefer small commits.\n"},
+    "continue": {"~/.continue/rules/style.md": b"---\nalwaysApply: true\n---\nBe brief.\n"},
 }
 
 
@@ -386,3 +392,70 @@ def test_reconnect_after_the_user_deleted_the_block(ws: Path, home: Path,
     assert "reverie:begin gemini" in target.read_text()
     disconnect("gemini", ws, settings)
     assert target.read_text() == "mine, edited"
+
+
+def test_editor_agents_get_a_rules_file_of_reverie_s_own(ws: Path, home: Path,
+                                                         settings: Settings) -> None:
+    """Each reads the file by itself: front matter first where the agent needs it (VS Code
+    applies an instructions file only with ``applyTo``; Continue a rule only with
+    ``alwaysApply`` or matching globs), then the labelled copy of MEMORY.md."""
+    from reverie.config import project_key
+
+    memory = ProjectPaths(settings, ws.resolve()).memory_dir
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "MEMORY.md").write_text("- [Build](build.md) — pnpm, never npm\n")
+    key = project_key(ws.resolve())
+    expected = {
+        "copilot-chat": home / ".config/Code/User/prompts" / f"reverie-{key}.instructions.md",
+        "cline": home / "Documents/Cline/Rules" / f"reverie-{key}.md",
+        "roo-code": home / ".roo/rules" / f"reverie-{key}.md",
+        "continue": home / ".continue/rules" / f"reverie-{key}.md",
+    }
+    for agent, path in expected.items():
+        connect(agent, ws, "personal", settings)
+        text = path.read_text()
+        assert "pnpm, never npm" in text
+        assert f"Applies only when working in `{ws.resolve()}`" in text
+        if agent == "copilot-chat":
+            assert text.startswith('---\napplyTo: "**"\n')
+        elif agent == "continue":
+            assert text.startswith("---\nname: ") and "\nalwaysApply: true\n---\n" in text
+        else:
+            assert text.startswith("<!-- reverie:begin ")
+    listed = connections(ws, settings, detect=False)
+    assert {c.agent for c in listed.connections} == set(expected)
+    from reverie.agents.refresh import refresh_copies
+
+    (memory / "MEMORY.md").write_text("- [Build](build.md) — pnpm 9 only\n")
+    assert set(refresh_copies(memory)) == set(expected.values())
+    assert expected["copilot-chat"].read_text().startswith('---\napplyTo: "**"\n')
+    assert all("pnpm 9 only" in p.read_text() for p in expected.values())
+    for agent, path in expected.items():
+        disconnect(agent, ws, settings)
+        assert not path.exists()
+
+
+def test_editor_agents_project_scope(ws: Path, settings: Settings) -> None:
+    places = {
+        "copilot-chat": ws / ".github" / "copilot-instructions.md",
+        "cline": ws / ".clinerules" / "reverie-memory.md",
+        "roo-code": ws / ".roo" / "rules" / "reverie-memory.md",
+        "continue": ws / ".continue" / "rules" / "reverie-memory.md",
+    }
+    for agent, path in places.items():
+        connect(agent, ws, "project", settings)
+        assert path.is_file()
+        disconnect(agent, ws, settings)
+        assert not path.exists()
+    (ws / ".clinerules").write_text("Use tabs.\n")  # the older single-file form
+    connect("cline", ws, "project", settings)
+    assert (ws / ".clinerules").read_text().startswith("Use tabs.\n\n<!-- reverie:begin cline")
+    disconnect("cline", ws, settings)
+    assert (ws / ".clinerules").read_text() == "Use tabs.\n"
+
+
+def test_sessions_of_editor_agents_offer_their_connection() -> None:
+    from reverie.agents.connection import agents_of
+
+    assert agents_of(["copilot-chat", "kilo-code", "continue", "gemini-cli"]) == [
+        "gemini", "copilot-chat", "continue"]

@@ -17,7 +17,8 @@ FIX = ROOT / "tests" / "fixtures" / "transcripts"
 def test_the_fixtures_parse_with_no_crash_and_live_reading_agrees(tmp_path: Path) -> None:
     report = corpus.run(FIX, scratch_dir=tmp_path)
     assert report.crashes == 0, report.problems
-    assert set(report.agents) == {"aider", "claude-code", "codex", "gemini-cli"}
+    assert set(report.agents) == {"aider", "claude-code", "codex", "gemini-cli",
+                                  "copilot-chat", "cline", "roo-code", "kilo-code", "continue"}
     assert all(row.tail_mismatches == 0 for row in report.agents.values()), report.problems
     assert report.agents["aider"].sessions == 147
     assert all(row.messages > 0 and row.skipped == 0 for row in report.agents.values())

@@ -374,3 +374,63 @@ def test_corrupt_saved_state_fails_at_construction(
     good = {str(path): TailState(path=path).model_dump(mode="json")}
     assert SessionWatcher(reverie_env["data"], reverie_env["agent_home"], 20, tail_states=good,
                           worker=worker).states().keys() <= {str(path)}
+
+
+async def test_editor_task_renamed_over_and_a_new_task_are_watched(
+    tmp_path: Path, reverie_env: dict[str, Path], worker: ParseWorker | None
+) -> None:
+    """Roo Code writes ``ui_messages.json`` as a temporary file renamed over the old one, and a
+    new task is a new folder: both reach the watcher through the ``tasks`` folder's watch (not
+    a watch of the whole user-data dir), digests only of what changed."""
+    import json
+
+    from reverie.transcripts.editor_places import EditorPlaces
+
+    home = reverie_env["agent_home"]
+    workspace = tmp_path / "shop"
+    workspace.mkdir()
+    roo = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
+           "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
+    rows = json.loads(roo.read_text())
+    tasks = home / ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks"
+    (tasks / "t1").mkdir(parents=True)
+    item = {"id": "t1", "workspace": str(workspace)}
+    (tasks / "t1" / "history_item.json").write_text(json.dumps(item))
+
+    def safe_write(task: str, items: list[dict[str, Any]]) -> None:
+        temp = tasks / task / ".ui_messages.json.new.tmp"
+        temp.write_text(json.dumps(items))
+        os.replace(temp, tasks / task / "ui_messages.json")
+
+    safe_write("t1", rows[:4])
+    places = EditorPlaces.detect(home)
+    watcher = SessionWatcher(workspace, home, 20, worker=worker, editor=places)
+    events: list[SessionAppended] = []
+    task = asyncio.create_task(_collect(watcher, events))
+    try:
+        first = str(tasks / "t1" / "ui_messages.json")
+        await _until(lambda: first in watcher.states(), timeout=30)  # being primed
+        await asyncio.sleep(0.5)  # the start-up scan is over: what follows is a change
+        assert tasks in watcher.agent_roots()
+        assert all(not str(r).endswith("/User") for r in watcher.agent_roots())
+        safe_write("t1", rows[:9])
+        await _until(lambda: _count(events) >= 1)
+        (tasks / "t2").mkdir()
+        (tasks / "t2" / "history_item.json").write_text(json.dumps({**item, "id": "t2"}))
+        safe_write("t2", rows[:3])
+        await _until(lambda: any(e.ref.session_id == "t2" for e in events))
+    finally:
+        watcher.stop()
+        await asyncio.wait_for(task, 10)
+    t1 = [d.id for e in events if e.ref.session_id == "t1" for d in e.digests]
+    assert len(t1) == len(set(t1))  # nothing reported twice
+    assert {e.ref.agent for e in events} == {"roo-code"}
+    from reverie.transcripts.reader import load_transcript
+
+    def ids(items: list[dict[str, Any]]) -> set[str]:
+        scratch = tmp_path / "rooveterinaryinc.roo-cline" / "tasks" / "x" / "ui_messages.json"
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        scratch.write_text(json.dumps(items))
+        return {m.id for m in load_transcript(scratch).messages}
+
+    assert set(t1) == ids(rows[:9]) - ids(rows[:4])  # the primed messages are not reported

@@ -39,6 +39,9 @@ export const Notifications = {
 
 export const SETTINGS_SECTION = "reverie";
 
+/** The `initializationOptions` key of `EditorStorage`. */
+export const EDITOR_STORAGE_OPTION = "editorStorage";
+
 /** Every server setting (`reverie.<key>`), from `reverie.config.Settings`. */
 export const SERVER_SETTING_KEYS = [
   "provider",
@@ -141,7 +144,7 @@ export interface ConnectAgentArgs {
  * `connectAgent` / `disconnectAgent` (`reverie.agents.results.ConnectResult`).
  */
 export interface ConnectAgentResult {
-  agent: "claude-code" | "codex" | "gemini" | "aider";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
   workspace: string;
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
@@ -170,7 +173,7 @@ export interface ConnectedAgent {
 }
 
 export interface Connection {
-  agent: "claude-code" | "codex" | "gemini" | "aider";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
   connectedAt: string;
@@ -194,7 +197,7 @@ export interface ConnectionsResult {
   workspace: string;
   memoryDir: string;
   connections: Connection[];
-  detected: ("claude-code" | "codex" | "gemini" | "aider")[];
+  detected: ("claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue")[];
 }
 
 /**
@@ -241,6 +244,18 @@ export interface DreamArgs {
   workspace?: string | null;
   extraContext?: string | null;
   logsMode?: boolean;
+}
+
+/**
+ * `initializationOptions.editorStorage`: where the editor keeps the extension's data
+ * (VS Code's `ExtensionContext.storageUri` and `globalStorageUri`). From them the server
+ * knows the current workspace's storage folder (`workspaceStorage/<hash>`, where VS Code
+ * keeps its chat sessions) and the user-data dir in use (Insiders, VSCodium, a profile,
+ * code-server), without computing the hash.
+ */
+export interface EditorStorage {
+  storageUri?: string | null;
+  globalStorageUri?: string | null;
 }
 
 /**

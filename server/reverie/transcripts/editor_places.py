@@ -1,0 +1,217 @@
+"""Where the editor's own agents keep their sessions, on Linux, macOS and Windows.
+
+VS Code and its relatives keep a *user-data dir* whose ``User`` folder holds
+``workspaceStorage/<hash>/`` (one per opened folder or workspace, named by a hash the editor
+computes; ``workspace.json`` in it names the folder as a URI) and ``globalStorage/`` (one folder
+per extension id, lower case). GitHub Copilot Chat's sessions are VS Code's own
+(``workspaceStorage/<hash>/chatSessions/``, empty windows in
+``globalStorage/emptyWindowChatSessions/``); Cline, Roo Code and Kilo Code keep task folders
+in their extension's global storage (``globalStorage/<publisher.name>/tasks/<id>/``); Continue
+keeps ``~/.continue/sessions/`` (``CONTINUE_GLOBAL_DIR`` moves it). Sources are cited in
+docs/formats.md.
+
+``EditorPlaces`` is what discovery and the watcher look at; it is a frozen, picklable value so
+it crosses into the parse worker process. ``EditorPlaces.detect`` finds the user-data dirs of
+every VS Code flavour under an agent home (``REVERIE_VSCODE_USER_DIR`` overrides);
+``with_editor_storage`` adds the exact folders the running editor reported (its extension's
+``storageUri`` / ``globalStorageUri``), so the current workspace's storage is known without
+reading any ``workspace.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PureWindowsPath
+
+#: VS Code flavours: the product folder under the per-OS application-data dir
+VSCODE_PRODUCTS = ("Code", "Code - Insiders", "VSCodium", "VSCodium - Insiders", "Code - OSS")
+#: extension id (lower case, as the global storage folder is named) -> agent
+TASK_EXTENSIONS: dict[str, str] = {
+    "saoudrizwan.claude-dev": "cline",
+    "rooveterinaryinc.roo-cline": "roo-code",
+    "kilocode.kilo-code": "kilo-code",
+}
+#: the variable that points Reverie at VS Code ``User`` folders (``os.pathsep``-separated)
+USER_DIR_ENV = "REVERIE_VSCODE_USER_DIR"
+
+
+@dataclass(frozen=True)
+class EditorPlaces:
+    """The folders the editor's agents write to, for one agent home."""
+
+    #: VS Code-family ``User`` folders (each holds ``workspaceStorage`` and ``globalStorage``)
+    user_dirs: tuple[Path, ...] = ()
+    #: exact ``workspaceStorage/<hash>`` folders of the current window, as the editor said
+    workspace_storage: tuple[Path, ...] = ()
+    #: Continue's global folder (``~/.continue``)
+    continue_dir: Path | None = None
+    #: Cline's own data folder for its CLI / JetBrains builds (``~/.cline/data``)
+    cline_data_dir: Path | None = None
+    #: reasons why an editor-reported location was not used (for logs and ``--verbose``)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def detect(cls, agent_home: Path, env: Mapping[str, str] | None = None,
+               platform: str | None = None) -> EditorPlaces:
+        """The places under ``agent_home`` on this OS; ``REVERIE_VSCODE_USER_DIR`` replaces the
+        VS Code ``User`` folders. The OS's own variables (``APPDATA``, ``XDG_CONFIG_HOME``,
+        ``CONTINUE_GLOBAL_DIR``) apply only when ``agent_home`` is the user's real home (as for
+        the terminal agents: an explicit agent home means "look exactly here")."""
+        environ = os.environ if env is None else env
+        home = Path(agent_home).expanduser()
+        real = _is_real_home(home)
+        override = environ.get(USER_DIR_ENV, "")
+        if override.strip():
+            users = tuple(_user_dir(Path(p).expanduser())
+                          for p in override.split(os.pathsep) if p.strip())
+        else:
+            users = tuple(d for d in _default_user_dirs(home, environ, real,
+                                                        platform or sys.platform))
+        continue_dir = home / ".continue"
+        if real:
+            configured = environ.get("CONTINUE_GLOBAL_DIR", "").strip()
+            if configured and Path(configured).expanduser().is_absolute():
+                continue_dir = Path(configured).expanduser()
+        cline_data = home / ".cline" / "data"
+        if real:
+            configured = environ.get("CLINE_DATA_DIR", "").strip()
+            if configured and Path(configured).expanduser().is_absolute():
+                cline_data = Path(configured).expanduser()
+        return cls(user_dirs=tuple(dict.fromkeys(users)), continue_dir=continue_dir,
+                   cline_data_dir=cline_data)
+
+    def with_editor_storage(self, storage_uri: str | None,
+                            global_storage_uri: str | None) -> EditorPlaces:
+        """Add what the running editor reported: its extension's ``storageUri``
+        (``.../User/workspaceStorage/<hash>/<ext>``) and ``globalStorageUri``
+        (``.../User/globalStorage/<ext>``). A URI that is not a local file is noted, not used."""
+        notes = list(self.notes)
+        users = list(self.user_dirs)
+        exact = list(self.workspace_storage)
+        if global_storage_uri:
+            path, why = local_path_of_uri(global_storage_uri)
+            if path is None:
+                notes.append(f"editor globalStorageUri {global_storage_uri!r} not used: {why}")
+            else:
+                user = _user_of_global_storage(Path(path))
+                if user is not None and user not in users:
+                    users.insert(0, user)
+        if storage_uri:
+            path, why = local_path_of_uri(storage_uri)
+            if path is None:
+                notes.append(f"editor storageUri {storage_uri!r} not used: {why}")
+            else:
+                folder = Path(path).parent  # workspaceStorage/<hash>/<ext> -> <hash>
+                if folder.parent.name == "workspaceStorage":
+                    if folder not in exact:
+                        exact.insert(0, folder)
+                    user = folder.parent.parent
+                    if user not in users:
+                        users.insert(0, user)
+                else:
+                    notes.append(f"editor storageUri {storage_uri!r} not used: not under a "
+                                 "workspaceStorage folder")
+        return replace(self, user_dirs=tuple(users), workspace_storage=tuple(exact),
+                       notes=tuple(notes))
+
+    # -- derived folders -----------------------------------------------------------------------
+    def workspace_storage_roots(self) -> list[Path]:
+        return [u / "workspaceStorage" for u in self.user_dirs]
+
+    def empty_window_chats(self) -> list[Path]:
+        return [u / "globalStorage" / "emptyWindowChatSessions" for u in self.user_dirs]
+
+    def task_roots(self) -> list[tuple[str, Path]]:
+        """``(agent, tasks folder)`` of every Cline-family extension in every user dir."""
+        out = [(agent, u / "globalStorage" / ext / "tasks")
+               for u in self.user_dirs for ext, agent in TASK_EXTENSIONS.items()]
+        if self.cline_data_dir is not None:
+            out.append(("cline", self.cline_data_dir / "tasks"))
+        return out
+
+    def continue_sessions(self) -> Path | None:
+        return None if self.continue_dir is None else self.continue_dir / "sessions"
+
+
+def _is_real_home(home: Path) -> bool:
+    try:
+        return home.resolve() == Path.home().resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def _user_dir(path: Path) -> Path:
+    """``REVERIE_VSCODE_USER_DIR`` may name the ``User`` folder or the product folder above it."""
+    if path.name != "User" and (path / "User").is_dir():
+        return path / "User"
+    return path
+
+
+def _default_user_dirs(home: Path, environ: Mapping[str, str], real: bool,
+                       platform: str) -> list[Path]:
+    """Every VS Code flavour's ``User`` folder for ``home`` on ``platform``: the desktop
+    products, code-server, and the VS Code Server of a remote host."""
+    if platform == "darwin":
+        bases = [home / "Library" / "Application Support"]
+    elif platform.startswith("win"):
+        appdata = environ.get("APPDATA", "").strip() if real else ""
+        bases = [Path(appdata) if appdata else home / "AppData" / "Roaming"]
+    else:
+        xdg = environ.get("XDG_CONFIG_HOME", "").strip() if real else ""
+        bases = [Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".config"]
+    out = [base / product / "User" for base in bases for product in VSCODE_PRODUCTS]
+    if not platform.startswith("win"):
+        share = environ.get("XDG_DATA_HOME", "").strip() if real else ""
+        data_home = (Path(share) if share and Path(share).is_absolute()
+                     else home / ".local" / "share")
+        out.append(data_home / "code-server" / "User")
+    out += [home / ".vscode-server" / "data" / "User",
+            home / ".vscode-server-insiders" / "data" / "User",
+            home / ".vscode-remote" / "data" / "User"]
+    return out
+
+
+def _user_of_global_storage(path: Path) -> Path | None:
+    """``User/globalStorage/<ext>`` (or ``User/profiles/<id>/globalStorage/<ext>``) -> ``User``."""
+    storage = path.parent
+    if storage.name != "globalStorage":
+        return None
+    above = storage.parent
+    if above.parent.name == "profiles":
+        return above.parent.parent
+    return above
+
+
+def local_path_of_uri(uri: str) -> tuple[str | None, str]:
+    """The local file-system path of a ``file:`` URI as VS Code writes it, else ``(None, why)``.
+
+    ``file:///home/me/proj`` -> ``/home/me/proj``; ``file:///c%3A/Users/me`` -> ``c:\\Users\\me``
+    on Windows; ``file://server/share/x`` -> ``\\\\server\\share\\x``. Percent-escapes that are
+    not UTF-8 decode the way the OS would (``os.fsdecode``); a remote (``vscode-remote:``),
+    virtual (``vscode-vfs:``) or other scheme is not a local path.
+    """
+    if not isinstance(uri, str) or not uri:
+        return None, "empty"
+    parsed = urllib.parse.urlsplit(uri)
+    scheme = parsed.scheme.lower()
+    if scheme != "file":
+        if scheme in ("vscode-remote", "vscode-vfs", "vscode-userdata", "untitled"):
+            return None, f"a {scheme}: URI is not a folder on this machine"
+        return None, f"scheme {scheme or '(none)'!r} is not a local file"
+    raw = urllib.parse.unquote_to_bytes(parsed.path)
+    try:
+        path = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        path = os.fsdecode(raw)  # undecodable bytes stay as surrogate escapes, like the OS's
+    if "\x00" in path:
+        return None, "the path has a NUL character"
+    host = parsed.netloc
+    if len(path) >= 3 and path[0] == "/" and path[2] == ":" and path[1].isalpha():
+        return str(PureWindowsPath(path[1:])), ""  # /c:/Users/me -> c:\Users\me
+    if host and host.lower() != "localhost":
+        return str(PureWindowsPath(f"//{host}{path}")), ""  # a UNC path
+    return path, ""

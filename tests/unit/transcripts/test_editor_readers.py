@@ -1,0 +1,366 @@
+"""The editor's agents' readers against the fixtures: counts match an independent count of the
+raw files, a drift test pins what is read, and bad input is a counted skip, never a crash."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reverie.transcripts.model import ToolKind
+from reverie.transcripts.reader import detect_agent, load_transcript
+from reverie.transcripts.stats import transcript_stats
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
+COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
+                "331fed7f-cfd6-409c-8502-06a56322b636.json")
+COPILOT_LOG = (FIX / "copilot-chat/git-ai-log/chatSessions/"
+               "7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl")
+COPILOT_ONE_LINE = FIX / "copilot-chat/git-ai-log/chatSessions/copilot_session_simple.jsonl"
+COPILOT_BUILT = (FIX / "copilot-chat/source-types/chatSessions/"
+                 "5a0e6c1d-7b2f-4e39-8d14-3f9c2b7a6e50.json")
+COPILOT_BUILT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
+                     "9d4c2b1a-3e5f-4a6b-8c7d-1e2f3a4b5c6d.jsonl")
+CLINE = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000/ui_messages.json"
+ROO = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
+       "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
+KILO = (FIX / "kilo-code/source-types/kilocode.kilo-code/tasks/"
+        "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0/ui_messages.json")
+CONTINUE_CLI = FIX / "continue/git-ai/sessions/2dbfd673-096d-4773-b5f3-9023894a7355.json"
+CONTINUE_IDE = FIX / "continue/source-types/sessions/3c1d9a44-2f7e-4b8a-9c61-0d5e4f3a2b1c.json"
+
+
+# -- independent counts of the raw files ----------------------------------------------------
+
+def _walk(value: Any) -> Any:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def _copilot_state(path: Path) -> dict[str, Any]:
+    """The session of a fixture: the document, or a log whose entries only push requests."""
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    state = lines[0]["v"]
+    for entry in lines[1:]:
+        if entry["kind"] == 2 and entry["k"] == ["requests"]:
+            state["requests"].extend(entry["v"])
+    return state
+
+
+def _copilot_counts(state: dict[str, Any]) -> tuple[int, set[str]]:
+    """Tool calls: serialized invocations that are not VS Code's internal edit step, plus one
+    per edited file that no edit call names. Files: edited files and the calls' file args."""
+    calls = 0
+    files: set[str] = set()
+    for request in state["requests"]:
+        parts = [p for p in _walk(request.get("response", [])) if isinstance(p, dict)]
+        invocations = [p for p in parts if p.get("kind") == "toolInvocationSerialized"
+                       and not p.get("toolId", "").startswith("vscode_")]
+        calls += len(invocations)
+        edited = {p["uri"]["path"] for p in parts if p.get("kind") == "textEditGroup"}
+        named: set[str] = set()
+        for round_ in request.get("result", {}).get("metadata", {}).get("toolCallRounds", []):
+            for call in round_["toolCalls"]:
+                args = json.loads(call["arguments"])
+                if "filePath" in args:
+                    named.add(args["filePath"])
+                for line in args.get("input", "").splitlines():
+                    if line.startswith("*** Update File: "):
+                        named.add(line.removeprefix("*** Update File: "))
+        for part in invocations:
+            for key in ("pastTenseMessage", "invocationMessage"):
+                uris = part.get(key, {}).get("uris", {}) if isinstance(part.get(key), dict) else {}
+                named.update(v["path"] for v in uris.values())
+        calls += len(edited - named)
+        files |= edited | named
+    return calls, files
+
+
+@pytest.mark.parametrize("path", [COPILOT_JSON, COPILOT_LOG, COPILOT_ONE_LINE, COPILOT_BUILT])
+def test_copilot_counts_match_an_independent_count(path: Path) -> None:
+    state = _copilot_state(path)
+    calls, files = _copilot_counts(state)
+    t = load_transcript(path)
+    stats = transcript_stats(t)
+    assert t.session.agent == "copilot-chat"
+    assert stats["tool_calls"] == calls
+    assert set(stats["files"]) == files
+    assert [m.text for m in t.messages if m.role == "user"] == [
+        r["message"]["text"] for r in state["requests"]]
+    assert t.session.id == state.get("sessionId", path.stem)
+    assert stats["skipped"] == 0
+
+
+def test_copilot_agent_mode_tool_calls_and_edits() -> None:
+    t = load_transcript(COPILOT_BUILT)
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.kind) for c in calls] == [
+        ("copilot_readFile", ToolKind.READ), ("copilot_applyPatch", ToolKind.EDIT),
+        ("run_in_terminal", ToolKind.SHELL), ("run_in_terminal", ToolKind.SHELL),
+        ("apply_edit", ToolKind.EDIT)]
+    assert calls[1].file_paths == ["/home/dev/shop/cart.py"]  # from the patch the model sent
+    assert calls[2].command == "pytest -q"
+    results = {r.call_id: r for m in t.messages for r in m.tool_results}
+    assert results["c3"].exit_code == 1 and results["c3"].is_error
+    assert results["c4"].exit_code == 0 and not results["c4"].is_error
+    assert "1 failed" in results["c3"].output
+    assert calls[4].file_paths == ["/home/dev/shop/tests/test_cart.py"]  # Edits mode
+    assert t.session.title == "Fix the cart total rounding" and t.session.title_source == "summary"
+    usage = [m.usage for m in t.messages if m.usage is not None]
+    assert [(u.input_tokens, u.output_tokens) for u in usage] == [(18500, 620), (19800, 140)]
+    assert any(m.role == "system" and "request failed" in m.text for m in t.messages)
+    assert t.stats.ignored >= 2  # the thinking part and the attached image, never read
+
+
+def test_copilot_log_replays_sets_pushes_cuts_and_deletes() -> None:
+    t = load_transcript(COPILOT_BUILT_LOG)
+    assert t.session.title == "TODOs in src"  # set by a later kind 1 entry
+    assert [m.text for m in t.messages if m.role == "user"] == [
+        "List the TODOs in src", "Remove the one in db.py"]
+    texts = [m.text for m in t.messages if m.role == "assistant" and m.text]
+    # the streamed response was cut at index 1 and pushed again: one search call, not two
+    assert texts == ["Searching for TODO markers.", "Two TODOs: one in `src/app.py`, one in "
+                     "`src/db.py`.", "Removed it."]
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [c.name for c in calls] == ["copilot_findTextInFiles", "copilot_replaceString"]
+    assert calls[0].input["query"] == "TODO"  # matched to the model's own call by name
+    assert calls[1].file_paths == ["/home/dev/shop/src/db.py"]
+    assert t.stats.skipped == 0 and t.stats.lines == 12
+
+
+def _cline_counts(path: Path) -> tuple[int, set[str], int]:
+    rows = json.loads(path.read_text())
+    calls, files, tokens = 0, set(), 0
+    for row in rows:
+        kind = row.get("say") or row.get("ask")
+        if kind in ("tool", "command", "use_mcp_server", "browser_action_launch"):
+            calls += 1
+        if kind == "tool":
+            info = json.loads(row["text"])
+            if info["tool"] in ("readFile", "editedExistingFile", "newFileCreated",
+                                "appliedDiff", "fileDeleted"):
+                files.update(f["path"] for f in info.get("batchFiles", []))
+                if "path" in info:
+                    files.add(info["path"])
+        if kind == "api_req_started":
+            info = json.loads(row["text"])
+            tokens += sum(info.get(k, 0) for k in ("tokensIn", "tokensOut", "cacheWrites",
+                                                   "cacheReads"))
+    return calls, files, tokens
+
+
+@pytest.mark.parametrize(("path", "agent"), [(CLINE, "cline"), (ROO, "roo-code"),
+                                             (KILO, "kilo-code")])
+def test_cline_family_counts_match_an_independent_count(path: Path, agent: str) -> None:
+    calls, files, tokens = _cline_counts(path)
+    t = load_transcript(path)
+    stats = transcript_stats(t)
+    assert detect_agent(path) == agent and t.session.agent == agent
+    assert t.session.id == path.parent.name
+    assert t.session.cwd == "/home/dev/shop"
+    assert stats["tool_calls"] == calls
+    assert {str(Path(f).relative_to("/home/dev/shop")) for f in stats["files"]} == files
+    assert sum(m.usage.context_tokens for m in t.messages if m.usage) == tokens
+    assert stats["skipped"] == 0
+
+
+def test_cline_commands_and_results() -> None:
+    t = load_transcript(ROO)
+    calls = {c.id: c for m in t.messages for c in m.tool_calls}
+    results = [r for m in t.messages for r in m.tool_results]
+    assert [calls[r.call_id].command for r in results] == ["npm test -- date"] * 2
+    assert [(r.exit_code, r.is_error) for r in results] == [(1, True), (0, False)]
+    assert t.session.title == "Fix the failing date test in utils"
+    first = load_transcript(CLINE)
+    users = [m.text for m in first.messages if m.role == "user"]
+    assert users == ["Add a --verbose flag to the CLI and make the tests pass",
+                     "Also print the version when --verbose is given"]
+    assert first.stats.ignored >= 4  # reasoning, checkpoint, progress, the pasted image
+
+
+def test_continue_counts_and_results() -> None:
+    for path in (CONTINUE_CLI, CONTINUE_IDE):
+        raw = json.loads(path.read_text())
+        calls = sum(len(i["message"].get("toolCalls") or []) for i in raw["history"])
+        errored = {s["toolCallId"] for i in raw["history"] for s in i.get("toolCallStates", [])
+                   if s["status"] in ("errored", "canceled")}
+        t = load_transcript(path)
+        stats = transcript_stats(t)
+        assert t.session.agent == "continue" and t.session.id == raw["sessionId"]
+        assert stats["tool_calls"] == calls and stats["tool_errors"] == len(errored)
+        assert stats["skipped"] == 0
+    ide = load_transcript(CONTINUE_IDE)
+    assert ide.session.cwd == "/home/dev/shop"  # a file:// URI in the IDE's own record
+    assert [c.file_paths for m in ide.messages for c in m.tool_calls][:2] == [
+        ["/home/dev/shop/shop/catalog.py"]] * 2
+    results = [r for m in ide.messages for r in m.tool_results]
+    assert len(results) == 3  # the tool message answers call_read_1: not counted twice
+    cli = load_transcript(CONTINUE_CLI)
+    assert cli.session.cwd == "/Users/svarlamov/projects/testing-git"  # the CLI's plain path
+
+
+# -- drift: what each fixture reads as, pinned ------------------------------------------------
+
+PINNED = {
+    COPILOT_JSON: (12, 2, 0, 1, 4),
+    COPILOT_LOG: (10, 2, 0, 1, 5),
+    COPILOT_ONE_LINE: (12, 2, 0, 1, 4),
+    COPILOT_BUILT: (18, 5, 1, 2, 3),
+    COPILOT_BUILT_LOG: (11, 2, 0, 1, 0),
+    CLINE: (13, 5, 0, 2, 4),
+    ROO: (13, 4, 1, 2, 1),
+    KILO: (7, 4, 0, 2, 1),
+    CONTINUE_CLI: (6, 2, 0, 1, 0),
+    CONTINUE_IDE: (8, 3, 1, 1, 2),
+}
+
+
+@pytest.mark.parametrize("path", list(PINNED), ids=lambda p: p.parent.name[:20] + "/" + p.name[:12])
+def test_drift_pins_what_is_read(path: Path) -> None:
+    """(messages, tool calls, tool errors, files, ignored) per fixture; 0 skipped. A change here
+    means the format moved or the reader did: look at the fixture before updating the pin."""
+    t = load_transcript(path)
+    stats = transcript_stats(t)
+    got = (stats["messages"], stats["tool_calls"], stats["tool_errors"], len(stats["files"]),
+           t.stats.ignored)
+    assert got == PINNED[path]
+    assert t.stats.skipped == 0, t.stats.errors
+
+
+def test_unknown_kinds_and_fields_are_counted_and_skipped(tmp_path: Path) -> None:
+    session = json.loads(COPILOT_BUILT.read_text())
+    session["brandNewField"] = {"x": 1}
+    session["requests"][0]["response"].insert(1, {"kind": "holographicDiagram", "v": 1})
+    session["requests"][0]["alsoNew"] = True
+    path = tmp_path / "chatSessions" / "drift.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(session))
+    t = load_transcript(path)
+    assert t.stats.skipped == 1 and "holographicDiagram" in t.stats.errors[0]
+    assert transcript_stats(t)["tool_calls"] == 5  # everything known is still read
+
+    rows = json.loads(ROO.read_text())
+    rows.insert(3, {"ts": 1772000001500, "type": "say", "say": "teleport", "text": "?"})
+    rows.insert(4, {"ts": 1772000001600, "type": "shout", "text": "?"})
+    task = tmp_path / "rooveterinaryinc.roo-cline" / "tasks" / "t1" / "ui_messages.json"
+    task.parent.mkdir(parents=True)
+    task.write_text(json.dumps(rows))
+    t = load_transcript(task)
+    assert t.stats.skipped == 2 and transcript_stats(t)["tool_calls"] == 4
+
+    log = tmp_path / "chatSessions" / "drift.jsonl"
+    log.write_text(COPILOT_LOG.read_text() + '{"kind":9,"k":["x"],"v":1}\n'
+                   + '{"kind":1,"k":["requests",99,"result"],"v":{}}\n')
+    t = load_transcript(log)
+    assert t.stats.skipped == 2 and transcript_stats(t)["tool_calls"] == 2
+
+    doc = json.loads(CONTINUE_IDE.read_text())
+    doc["history"].append({"message": {"role": "oracle", "content": "?"}, "contextItems": []})
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    t = load_transcript(tmp_path / "c.json")
+    assert t.stats.skipped == 1 and transcript_stats(t)["tool_calls"] == 3
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("source", [COPILOT_JSON, CLINE, CONTINUE_IDE])
+def test_a_document_caught_mid_write_is_one_counted_skip(source: Path, tmp_path: Path) -> None:
+    data = source.read_bytes()
+    target = tmp_path / source.parent.name / source.name
+    target.parent.mkdir(parents=True)
+    for cut in range(1, 10):
+        target.write_bytes(data[: len(data) * cut // 10])
+        t = load_transcript(target)
+        assert t.stats.skipped == 1 and t.messages == []
+        assert "not a valid JSON document" in t.stats.errors[0]
+
+
+def test_a_log_line_being_appended_waits(tmp_path: Path) -> None:
+    data = COPILOT_LOG.read_bytes()
+    lines = data.split(b"\n")
+    target = tmp_path / "chatSessions" / COPILOT_LOG.name
+    target.parent.mkdir()
+    whole = load_transcript(COPILOT_LOG)
+    before = b"\n".join(lines[:3]) + b"\n"
+    target.write_bytes(before + lines[3][:500])  # the request push, half written
+    t = load_transcript(target)
+    assert t.stats.skipped == 0
+    assert [m.id for m in t.messages] == [m.id for m in whole.messages[:7]]  # first request
+
+
+def test_huge_paste_and_base64_images_are_not_read(tmp_path: Path) -> None:
+    session = json.loads(COPILOT_BUILT.read_text())
+    image = "iVBORw0KGgo" + "A" * (5 * 1024 * 1024)
+    session["requests"][0]["variableData"]["variables"].append(
+        {"kind": "image", "id": "big.png", "name": "big.png", "value": image})
+    session["requests"][1]["message"]["text"] = "please look at this log:\n" + "x" * 2_000_000
+    path = tmp_path / "chatSessions" / "big.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(session))
+    began = time.perf_counter()
+    t = load_transcript(path)
+    assert time.perf_counter() - began < 10
+    assert t.stats.skipped == 1 and "characters cut" in t.stats.errors[0]
+    assert max(len(m.text) for m in t.messages) < 300_000
+    assert not any("AAAAAAAA" in m.text for m in t.messages)
+    assert transcript_stats(t)["tool_calls"] == 5
+
+
+def test_non_utf8_bytes_and_lone_surrogates(tmp_path: Path) -> None:
+    rows = json.loads(CLINE.read_text())
+    raw = json.dumps(rows).replace("cli.py", "cl\\ud800i.py", 1).encode()
+    raw = raw.replace(b"Add a --verbose", b"Add a \xff\xfe --verbose", 1)
+    task = tmp_path / "saoudrizwan.claude-dev" / "tasks" / "1" / "ui_messages.json"
+    task.parent.mkdir(parents=True)
+    task.write_bytes(raw)
+    t = load_transcript(task)
+    assert t.stats.skipped == 0 and "\ufffd" in t.messages[0].text
+    assert transcript_stats(t)["tool_calls"] == 5
+    for message in t.messages:
+        message.model_dump_json()  # nothing unserialisable reaches the model
+
+
+def test_hostile_shapes_never_crash(tmp_path: Path) -> None:
+    cases = {
+        "chatSessions/a.json": b'{"requests": {"not": "a list"}}',
+        "chatSessions/b.json": b'{"requests": [1, "two", null, {"response": "x"}]}',
+        "chatSessions/c.json": b"[" * 200_000,
+        "chatSessions/d.jsonl": b'{"kind":1,"k":["a"],"v":1}\n{"kind":0,"v":[]}\n',
+        "chatSessions/e.jsonl": b'{"kind":0,"v":{"requests":[]}}\n{"kind":2,"k":["requests"],'
+                                b'"v":[{"response":[{"kind":"toolInvocationSerialized"}]}]}\n',
+        "x.claude-dev/tasks/1/ui_messages.json": b'[{"ts":"x","type":"say","say":"tool",'
+                                                 b'"text":"{not json"}, 5, {"type":"ask"}]',
+        "continue/s.json": b'{"history":[{"message":{"role":"assistant","toolCalls":[1,{}]}}],'
+                           b'"workspaceDirectory":"vscode-remote://ssh/x"}',
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        t = load_transcript(path)
+        for message in t.messages:
+            message.model_dump_json()
+
+
+def test_the_oldest_request_form_and_markdown_content_parts(tmp_path: Path) -> None:
+    """Version-1 sessions kept the request as a plain string; ``markdownContent`` parts hold
+    their text under ``content.value``."""
+    path = tmp_path / "chatSessions" / "old.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"version": 1, "requesterUsername": "me", "requests": [
+        {"requestId": "r1", "message": "How do I read a file?", "response": [
+            {"kind": "markdownContent", "content": {"value": "Use `open()`."}}]}]}))
+    t = load_transcript(path)
+    assert [(m.role, m.text) for m in t.messages] == [
+        ("user", "How do I read a file?"), ("assistant", "Use `open()`.")]
+    assert t.session.title == "How do I read a file?" and t.stats.skipped == 0
