@@ -75,12 +75,25 @@ export class SessionsTree extends ServerTree<SessionRow> {
 
 // --- memory -------------------------------------------------------------------------------------
 
+/** The diagnostics source of stale memory facts (server: ``reverie.lsp.staleness``). */
+const STALENESS_SOURCE = 'reverie.staleness';
+
 export class MemoryTree extends ServerTree<vscode.Uri> {
   getTreeItem(uri: vscode.Uri): vscode.TreeItem {
     const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.None);
     const problems = vscode.languages.getDiagnostics(uri);
     const errors = problems.filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
-    item.description = problems.length ? `${problems.length} problem${problems.length === 1 ? '' : 's'}` : undefined;
+    // stale facts (reverie check) are counted apart from the files' other problems
+    const stale = problems.filter((d) => d.source === STALENESS_SOURCE).length;
+    const others = problems.length - stale;
+    const counts: string[] = [];
+    if (stale) {
+      counts.push(`${stale} stale`);
+    }
+    if (others) {
+      counts.push(`${others} problem${others === 1 ? '' : 's'}`);
+    }
+    item.description = counts.length ? counts.join(', ') : undefined;
     item.iconPath = new vscode.ThemeIcon(errors ? 'error' : problems.length ? 'warning' : path.basename(uri.fsPath) === 'MEMORY.md' ? 'book' : 'file');
     item.command = { command: 'vscode.open', title: 'Open', arguments: [uri] };
     item.contextValue = 'memoryFile';
