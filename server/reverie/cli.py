@@ -37,6 +37,8 @@ COMMANDS: dict[str, str] = {
     "disconnect": "disconnect",
     "connections": "connections",
     "hook": "hook",
+    "search": "search",
+    "mcp": "mcp",
     "check": "check",
 }
 

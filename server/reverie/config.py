@@ -7,7 +7,6 @@ environment.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic.alias_generators import to_snake
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reverie.agent_roots import AgentRoots
+from reverie.projects import project_key as project_key  # re-exported
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -158,14 +158,6 @@ class Settings(BaseSettings):
 #: the working directory Reverie runs coding-agent CLIs in (``reverie.llm.cli_agent``): their
 #: own sessions are Reverie's model calls, never sessions to track or consolidate
 REVERIE_CLI_WORKDIR = "reverie-cli-workdir"
-
-
-def project_key(workspace: Path) -> str:
-    """A stable, readable directory name for a workspace: its name plus a short path hash."""
-    resolved = str(workspace.expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{name[:40]}-{digest}"
 
 
 #: Claude Code keeps at most this many characters of the folded path, then adds a hash

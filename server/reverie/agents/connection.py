@@ -17,7 +17,9 @@ import hashlib
 import logging
 import os
 import stat
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,11 +28,15 @@ from reverie.agents.blocks import BlockError, CommentStyle, find_block, remove_b
 from reverie.agents.edits import (
     EditError,
     has_json_hooks,
+    has_json_mcp,
     has_yaml_read,
     is_empty_json,
+    missing_depth,
     remove_json_hooks,
+    remove_json_mcp,
     remove_yaml_read,
     set_json_hooks,
+    set_json_mcp,
     set_yaml_read,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
@@ -43,7 +49,7 @@ from reverie.agents.results import (
     FileChange,
     FileState,
 )
-from reverie.agents.specs import Plan, PlannedEdit, plan
+from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
 from reverie.errors import UserError
 from reverie.fsutil import atomic_write_bytes
@@ -62,6 +68,11 @@ class _Change:
     record: FileRecord
     before: str | None
     after: str | None  # None: delete the file
+    #: for files the agent itself rewrites while it runs (Claude Code's ~/.claude.json): the
+    #: same edit made again on the text found just before writing, so its writes survive
+    redo: Callable[[str | None], str | None] | None = None
+    #: with ``redo``: the opposite edit, to put such a file back after a failure
+    undo: Callable[[str | None], str | None] | None = None
 
     @property
     def path(self) -> Path:
@@ -232,7 +243,14 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
     else:
         record.created = before is None
         record.created_dirs = _missing_dirs(edit.path) if before is None else []
-        if edit.kind == "json-hooks" and before is not None and not _has_secret(before):
+        if edit.kind == "json-mcp":
+            record.json_path = list(edit.json_path)
+            record.json_created_from = (0 if before is None
+                                        else missing_depth(before, edit.json_path))
+        if edit.kind in ("json-hooks", "json-mcp") and before is not None \
+                and not _has_secret(before) and edit.path.name != ".claude.json":
+            # (Claude Code's own state file changes all the time and holds its history: never
+            # copied, always restored structurally)
             # kept so an unchanged file comes back byte for byte; never a file with a secret
             # in it (settings may hold API keys): that one is restored structurally instead
             record.original = before
@@ -242,6 +260,23 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
             after, sep = upsert_block(text, edit.block_id, edit.body, edit.style)
         elif edit.kind == "json-hooks":
             after, sep = set_json_hooks(text, edit.hooks, edit.path.name), None
+        elif edit.kind == "json-mcp":
+            after, sep = set_json_mcp(text, edit.json_path, edit.mcp_name, edit.mcp_server,
+                                      edit.path.name), None
+
+            def redo(current: str | None, edit: PlannedEdit = edit) -> str | None:
+                return set_json_mcp(current or "", edit.json_path, edit.mcp_name,
+                                    edit.mcp_server, edit.path.name)
+
+            def undo(current: str | None, record: FileRecord = record) -> str | None:
+                if current is None:
+                    return None
+                return remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                                       Path(record.path).name, record.json_created_from)
+
+            if old is None or sep:
+                record.separator = sep
+            return _Change(record, before, after, redo, undo)
         else:
             after, sep = set_yaml_read(text, edit.block_id, edit.read_path, edit.path.name)
     except (BlockError, EditError) as exc:
@@ -293,6 +328,21 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
                 after = remove_json_hooks(before, path.name)
             if record.created and after is not None and is_empty_json(after):
                 after = None
+        elif record.kind == "json-mcp":
+            def redo(current: str | None, record: FileRecord = record) -> str | None:
+                if current is None:
+                    return None
+                stripped = remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                                           Path(record.path).name, record.json_created_from)
+                return None if record.created and is_empty_json(stripped) else stripped
+
+            if record.written_sha256 == _sha(before) and record.original is not None:
+                after = record.original
+            else:
+                after = redo(before)
+            if record.created and after is not None and is_empty_json(after):
+                after = None
+            return _Change(record, before, after, redo)
         else:
             if record.kind == "block":
                 after = remove_block(before, record.block_id, _style(record), record.separator)
@@ -325,9 +375,13 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
             try:
                 present = (
                     has_json_hooks(text) if edit.kind == "json-hooks"
+                    else has_json_mcp(text, edit.json_path, edit.mcp_name)
+                    if edit.kind == "json-mcp"
                     else has_yaml_read(text, edit.block_id) if edit.kind == "yaml-read"
                     else find_block(text, edit.block_id, _style(record)) is not None
                 )
+                if edit.kind == "json-mcp":
+                    record.json_path = list(edit.json_path)
             except BlockError as exc:
                 raise ConnectError(f"{edit.path}: {exc}") from None
             if present:
@@ -390,20 +444,110 @@ def _write(path: Path, text: str | None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+#: how often an edit is made again when the file keeps changing under it
+_REDO_ATTEMPTS = 8
+
+
+#: Claude Code's config lock (proper-lockfile: a directory ``<file>.lock``; older than this
+#: many seconds, it is stale)
+_CLAUDE_LOCK_STALE = 10.0
+_CLAUDE_LOCK_WAIT = 5.0
+
+
+@contextmanager
+def _config_lock(path: Path) -> Iterator[None]:
+    """Take the lock Claude Code takes before it saves ``~/.claude.json`` (``mkdir`` of
+    ``~/.claude.json.lock``, its proper-lockfile convention), so that neither side's
+    read-modify-write lands on the other's. A lock held past the wait is reported, never
+    broken unless stale."""
+    lock = Path(f"{path}.lock")
+    deadline = time.monotonic() + _CLAUDE_LOCK_WAIT
+    while True:
+        try:
+            lock.mkdir()
+            break
+        except FileExistsError:
+            try:
+                stale = time.time() - lock.stat().st_mtime > _CLAUDE_LOCK_STALE
+            except OSError:
+                continue
+            if stale:
+                try:
+                    lock.rmdir()
+                except OSError:
+                    pass
+                continue
+            if time.monotonic() > deadline:
+                raise ConnectError(f"{path} is locked by Claude Code ({lock}); try again in "
+                                   "a moment") from None
+            time.sleep(0.01)
+        except OSError as exc:
+            raise ConnectError(f"cannot lock {path}: {exc.strerror or exc}") from None
+    try:
+        yield
+    finally:
+        try:
+            lock.rmdir()
+        except OSError:
+            logger.warning("could not remove %s", lock)
+
+
+def _write_again_if_moved(change: _Change) -> None:
+    """Write ``change.after`` under the agent's own lock (Claude Code's); if the file changed
+    since it was read, make the edit again on what is there now, so the agent's writes
+    survive (also those of a writer that skips the lock)."""
+    if change.path.name == ".claude.json":
+        with _config_lock(change.path):
+            _write_again_unlocked(change)
+    else:
+        _write_again_unlocked(change)
+
+
+def _write_again_unlocked(change: _Change) -> None:
+    assert change.redo is not None
+    for _ in range(_REDO_ATTEMPTS):
+        current = _read(change.path)
+        if current != change.before:
+            try:
+                change.before, change.after = current, change.redo(current)
+            except EditError as exc:
+                raise ConnectError(f"{change.path}: {exc}") from None
+        if not change.changed:
+            return
+        _write(change.path, change.after)
+        # written: re-read at once; another write landing between our read and the rename
+        # shows as a text that is neither ours nor what we read
+        if _read(change.path) == change.after:
+            return
+    raise ConnectError(f"{change.path} keeps changing under Reverie; close the agent and "
+                       "connect again (nothing of its own was lost)")
+
+
 def _apply(changes: list[_Change]) -> None:
     """Write every changed file; on a failure put back the ones already written."""
     done: list[_Change] = []
     try:
         for change in changes:
-            if change.changed:
+            if change.redo is not None:
+                _write_again_if_moved(change)
+                if change.changed:
+                    done.append(change)
+            elif change.changed:
                 _write(change.path, change.after)
                 done.append(change)
-    except OSError as exc:
+    except (OSError, ConnectError) as exc:
         for change in reversed(done):
             try:
-                _write(change.path, change.before)
-            except OSError:
+                if change.undo is not None:  # the agent may have written since: edit again
+                    current = _read(change.path)
+                    _write_again_if_moved(_Change(change.record, current,
+                                                  change.undo(current), change.undo))
+                else:
+                    _write(change.path, change.before)
+            except (OSError, ConnectError, EditError):
                 logger.exception("could not put back %s", change.path)
+        if isinstance(exc, ConnectError):
+            raise ConnectError(f"{exc}; the files were put back as they were") from None
         raise ConnectError(f"cannot write {exc.filename or ''}: {exc.strerror or exc}; "
                            "the files were put back as they were") from None
 
@@ -422,6 +566,8 @@ def _file_state(record: FileRecord) -> FileState:
     try:
         present = (
             has_json_hooks(text) if record.kind == "json-hooks"
+            else has_json_mcp(text, record.json_path, MCP_SERVER_NAME)
+            if record.kind == "json-mcp"
             else has_yaml_read(text, record.block_id) if record.kind == "yaml-read"
             else find_block(text, record.block_id, _style(record)) is not None
         )

@@ -19,7 +19,7 @@ from reverie.agents.blocks import BlockError, newline_of, remove_block, upsert_b
 from reverie.errors import UserError
 
 #: how Reverie's hook commands are recognised in a settings file
-HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start)\b")
+HOOK_COMMAND = re.compile(r"\breverie\b.*\bhook (pre-compact|session-start|user-prompt-submit)\b")
 
 
 class EditError(UserError):
@@ -156,6 +156,101 @@ def has_json_hooks(text: str) -> bool:
     return isinstance(hooks, dict) and any(
         isinstance(groups, list) and any(_is_ours(g) for g in groups) for groups in hooks.values()
     )
+
+
+# -- MCP servers in JSON config files -----------------------------------------------------------
+
+#: what an MCP server entry of Reverie's runs (``... -m reverie mcp ...``)
+MCP_COMMAND = re.compile(r"\breverie\b.*\bmcp\b")
+
+
+def _mcp_is_ours(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    argv = [str(value.get("command", ""))] + [str(a) for a in value.get("args", []) or []]
+    return MCP_COMMAND.search(" ".join(argv)) is not None
+
+
+def _container(data: dict[str, Any], path: list[str], name: str,
+               create: bool) -> dict[str, Any] | None:
+    """The object at ``path`` (created when ``create``); None when it is not there."""
+    node = data
+    for key in path:
+        child = node.get(key)
+        if child is None:
+            if not create:
+                return None
+            child = node[key] = {}
+        if not isinstance(child, dict):
+            raise EditError(f"{name}: {'.'.join(path)} is not an object; nothing was written")
+        node = child
+    return node
+
+
+def _dump_like(data: dict[str, Any], like: str) -> str:
+    text = _dump(data, like)
+    return text if not like or like.endswith(("\n", "\r")) else text.rstrip("\r\n")
+
+
+def set_json_mcp(text: str, path: list[str], server_name: str, server: dict[str, Any],
+                 name: str) -> str:
+    """``text`` with ``server`` as the MCP server ``server_name`` under the object at ``path``
+    (an entry of someone else's by that name is refused, never overwritten)."""
+    data = _load_object(text, name)
+    servers = _container(data, path, name, create=True)
+    assert servers is not None
+    existing = servers.get(server_name)
+    if existing is not None and not _mcp_is_ours(existing):
+        raise EditError(f"{name} already has an MCP server named {server_name!r} that is not "
+                        "Reverie's; nothing was written")
+    if existing == server:
+        return text
+    servers[server_name] = server
+    new = _dump_like(data, text)
+    return text if _same_json(text, new) else new
+
+
+def missing_depth(text: str, path: list[str]) -> int | None:
+    """How many leading keys of ``path`` already exist as objects in ``text`` (None: all of
+    them): the objects from that depth on are the ones a connect creates."""
+    try:
+        node: Any = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    for depth, key in enumerate(path):
+        if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+            return depth
+        node = node[key]
+    return None
+
+
+def remove_json_mcp(text: str, path: list[str], server_name: str, name: str,
+                    created_from: int | None = None) -> str:
+    """``text`` without Reverie's MCP server entry, and without the objects along ``path``
+    that the connect created (from depth ``created_from`` on) when they are left empty;
+    unchanged when the entry is not there."""
+    data = _load_object(text, name)
+    servers = _container(data, path, name, create=False)
+    if servers is None or not _mcp_is_ours(servers.get(server_name)):
+        return text
+    del servers[server_name]
+    if created_from is not None:
+        for depth in range(len(path), created_from, -1):
+            parent = _container(data, path[: depth - 1], name, create=False)
+            if parent is not None and parent.get(path[depth - 1]) == {}:
+                del parent[path[depth - 1]]
+            else:
+                break
+    return _dump_like(data, text)
+
+
+def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
+    try:
+        data = json.loads(text) if text.strip() else {}
+        servers = _container(data, path, "", create=False) if isinstance(data, dict) else None
+    except (json.JSONDecodeError, EditError):
+        return False
+    return servers is not None and _mcp_is_ours(servers.get(server_name))
 
 
 # -- Aider's read: list -----------------------------------------------------------------------

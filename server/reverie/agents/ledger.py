@@ -24,8 +24,8 @@ logger = logging.getLogger(__name__)
 Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
-Role = Literal["memory", "hooks", "exclude"]
-EditKind = Literal["block", "json-hooks", "yaml-read"]
+Role = Literal["memory", "hooks", "exclude", "mcp"]
+EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp"]
 
 LEDGER_NAME = "connections.json"
 
@@ -45,6 +45,10 @@ class FileRecord(BaseModel):
     original: str | None = None
     #: sha256 of the text Reverie last wrote
     written_sha256: str | None = None
+    #: MCP server entries in JSON: the object path of the servers' map, and from which depth
+    #: on Reverie created those objects (None: they were all there)
+    json_path: list[str] = Field(default_factory=list)
+    json_created_from: int | None = None
 
 
 class Connection(BaseModel):

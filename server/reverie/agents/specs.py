@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 MEMORY_INDEX = "MEMORY.md"
 PRE_COMPACT_TIMEOUT = 30
 SESSION_START_TIMEOUT = 15
+#: prompt-time recall sits on the path of every prompt: it answers in well under a second or
+#: the agent goes on without it
+USER_PROMPT_TIMEOUT = 5
 
 
 @dataclass(slots=True)
@@ -53,6 +56,10 @@ class PlannedEdit:
     body: str = ""
     hooks: list[HookEntry] = field(default_factory=list)
     read_path: str = ""
+    #: json-mcp: the object path of the MCP servers' map, the entry's name and value
+    json_path: list[str] = field(default_factory=list)
+    mcp_name: str = ""
+    mcp_server: dict[str, object] = field(default_factory=dict)
     #: personal files inside the workspace: must not be tracked by git, and get excluded
     in_workspace_personal: bool = False
 
@@ -86,11 +93,35 @@ def hook_command(settings: Settings, event: str) -> str:
     return shlex.join(argv)
 
 
+#: the name Reverie's MCP server is registered under in an agent's configuration
+MCP_SERVER_NAME = "reverie"
+
+
+def mcp_server_entry() -> dict[str, object]:
+    """The stdio MCP server entry that runs ``reverie mcp`` with this interpreter. No
+    ``--workspace``: the agent starts it in the project, which is the workspace it serves."""
+    entry: dict[str, object] = {"type": "stdio", "command": sys.executable,
+                                "args": ["-P", "-m", "reverie", "mcp"]}
+    python_path = os.environ.get("PYTHONPATH")
+    entry["env"] = {"PYTHONPATH": python_path} if python_path else {}
+    return entry
+
+
+def claude_config_file(settings: Settings) -> Path:
+    """Claude Code's own state file, where its user and local MCP servers live:
+    ``$CLAUDE_CONFIG_DIR/.claude.json``, else ``~/.claude.json``."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(env).expanduser() if env else settings.agent_home) / ".claude.json"
+
+
 def hook_entries(settings: Settings) -> list[HookEntry]:
     return [
         HookEntry("PreCompact", "", hook_command(settings, "pre-compact"), PRE_COMPACT_TIMEOUT),
         HookEntry("SessionStart", "compact|resume", hook_command(settings, "session-start"),
                   SESSION_START_TIMEOUT),
+        # the agents ignore matchers for this event (Claude Code and Codex alike)
+        HookEntry("UserPromptSubmit", "", hook_command(settings, "user-prompt-submit"),
+                  USER_PROMPT_TIMEOUT),
     ]
 
 
@@ -259,4 +290,16 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
     settings_file = workspace / ".claude" / ("settings.local.json" if personal else "settings.json")
     edits.append(PlannedEdit(settings_file, "hooks", "json-hooks", bid,
                              hooks=hook_entries(settings), in_workspace_personal=personal))
+    # the MCP server: personal = Claude Code's "local" scope (this project, this user, in its
+    # own ~/.claude.json); project = the committed .mcp.json
+    if personal:
+        edits.append(PlannedEdit(claude_config_file(settings), "mcp", "json-mcp", bid,
+                                 json_path=["projects", str(workspace), "mcpServers"],
+                                 mcp_name=MCP_SERVER_NAME, mcp_server=mcp_server_entry()))
+    else:
+        edits.append(PlannedEdit(workspace / ".mcp.json", "mcp", "json-mcp", bid,
+                                 json_path=["mcpServers"], mcp_name=MCP_SERVER_NAME,
+                                 mcp_server=mcp_server_entry()))
+        notes.append("project scope: .mcp.json names this machine's interpreter for the "
+                     "reverie MCP server; Claude Code asks each person to approve it")
     return Plan("claude-code", scope, mode, memory_dir, edits, notes)

@@ -2,7 +2,10 @@
 
 ``reverie hook pre-compact`` brings the session's notes up to date before a compaction (waits
 for a running extraction, else runs one; at most 15 s). ``reverie hook session-start`` prints
-the hook output that gives the notes back after a compaction or on resume. Whatever happens,
+the hook output that gives the notes back after a compaction or on resume.
+``reverie hook user-prompt-submit`` adds the few memory entries and past-session hits most
+relevant to the prompt (``reverie.search.recall``; nothing below its relevance bar), and
+imports little: it runs before every prompt. Whatever happens,
 the exit code is 0 and stdout holds nothing but that output: a hook must never break the agent.
 Problems are one line on stderr.
 """
@@ -15,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-EVENTS = ("pre-compact", "session-start")
+EVENTS = ("pre-compact", "session-start", "user-prompt-submit")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> dict[str, object] | None:
+    if args.event == "user-prompt-submit":
+        return _user_prompt_submit(args)
     from pydantic import ValidationError
 
     from reverie.config import Settings
@@ -62,3 +67,9 @@ def _run(args: argparse.Namespace) -> dict[str, object] | None:
     except HookSkip as exc:
         _note(str(exc))
     return None
+
+
+def _user_prompt_submit(args: argparse.Namespace) -> dict[str, object] | None:
+    from reverie.commands.prompt_hook import prompt_hook_output
+
+    return prompt_hook_output(args.data_dir)

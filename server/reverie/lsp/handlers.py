@@ -121,6 +121,7 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
     import asyncio
 
     ls.log_handler.connect(ls.window_log_message, asyncio.get_running_loop())
+    ls.remember_loop()
     ls.initialized_event.set()
     build_schemas()
     await ls.pull_settings()

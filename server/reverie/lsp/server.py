@@ -289,6 +289,8 @@ class ReverieLanguageServer(LanguageServer):
         #: popup text -> when it was last shown
         self._popups: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: workspaces whose search index is being updated / must be updated again after
+        self._indexing: dict[Path, bool] = {}
         self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
         self.jobs = JobRegistry(
             spawn=self.run_task,
@@ -304,8 +306,10 @@ class ReverieLanguageServer(LanguageServer):
         self.heap = HeapKeeper()
         #: the dream's session-scan throttle, per memory dir, for the server's lifetime
         self.dream_throttle = ScanThrottle()
-        #: how every job of this server writes memory (with the after-apply hooks)
-        self.memory_writer = memory_writer()
+        #: how every job of this server writes memory (with the after-apply hooks; this
+        #: server's own keeps the workspaces' search indexes current)
+        self.memory_writer = memory_writer(self._memory_applied)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._session_memory: SessionMemoryManager | None = None
         #: uri -> source -> diagnostics; published merged per uri
         self._diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
@@ -533,6 +537,10 @@ class ReverieLanguageServer(LanguageServer):
 
     # --- tasks, messages, notifications --------------------------------------------------------
 
+    def remember_loop(self) -> None:
+        """Note the running loop (the memory writer's after-apply hook schedules on it)."""
+        self._loop = asyncio.get_running_loop()
+
     def run_task(
         self, coro: Coroutine[Any, Any, Any], name: str | None = None
     ) -> asyncio.Task[Any]:
@@ -663,6 +671,44 @@ class ReverieLanguageServer(LanguageServer):
         for t in [tracker] if tracker is not None else list(self.trackers.values()):
             t.memory_written([Path(x) for x in saved.memory_paths])
 
+    def _memory_applied(self, memory_dir: Path) -> None:
+        """After-apply hook of the server's memory writer (called in the writer's thread, after
+        a dream, sleep or undo applied): the search index of each workspace with that memory
+        dir is brought up to date, scheduled on the loop, run in a worker process."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._index_memory_dir, memory_dir)
+
+    def _index_memory_dir(self, memory_dir: Path) -> None:
+        for tracker in list(self.trackers.values()):
+            if tracker.memory_dir == memory_dir:
+                self.update_search_index(tracker)
+
+    def update_search_index(self, tracker: WorkspaceTracker) -> None:
+        """Bring the workspace's search index up to date after memory or notes changed: in
+        the notes worker process (reading a grown session is parsing), never on the loop;
+        requests while one runs coalesce into one more run after it."""
+        folder = tracker.folder
+        if folder in self._indexing:
+            self._indexing[folder] = True
+            return
+        self._indexing[folder] = False
+        self.run_task(self._update_search_index(tracker), "search index")
+
+    async def _update_search_index(self, tracker: WorkspaceTracker) -> None:
+        from reverie.services.search import index_after_apply
+
+        folder = tracker.folder
+        try:
+            while True:
+                self._indexing[folder] = False
+                await self.notes_job_call(index_after_apply, tracker.settings, folder)
+                if not self._indexing.get(folder):
+                    break
+        finally:
+            self._indexing.pop(folder, None)
+
     def _on_notes_updated(self, event: JobEvent) -> None:
         p = event.payload
         path = p.get("path")
@@ -675,6 +721,13 @@ class ReverieLanguageServer(LanguageServer):
             ),
         )
         self.refresh_file_diagnostics(Path(path))
+        job = self.jobs.jobs.get(event.job_id or "")
+        tracker = self.trackers.get(job.workspace) if job and job.workspace else None
+        if tracker is None:
+            tracker = next((t for t in self.trackers.values()
+                            if Path(path).is_relative_to(t.paths.root)), None)
+        if tracker is not None:
+            self.update_search_index(tracker)
 
     def _on_start(self, event: JobEvent) -> None:
         if event.job in ("dream", "sleep"):

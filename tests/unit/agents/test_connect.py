@@ -141,7 +141,7 @@ def test_installed_hooks_never_import_the_projects_code(ws: Path, settings: Sett
     for name in ("reverie/__init__.py", "yaml.py", "pydantic/__init__.py"):
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(f"open({str(trap)!r}, 'a').write({name!r})\nraise SystemExit(7)\n")
-    for event in ("PreCompact", "SessionStart"):
+    for event in ("PreCompact", "SessionStart", "UserPromptSubmit"):
         command = hooks[event][0]["hooks"][0]["command"]
         done = subprocess.run(command, shell=True, cwd=ws, capture_output=True, timeout=120,
                               input=json.dumps({"session_id": "s", "cwd": str(ws)}).encode())
@@ -154,7 +154,7 @@ def test_installed_hooks_never_import_the_projects_code(ws: Path, settings: Sett
     hooks = json.loads(local.read_text())["hooks"]
     assert all(" -P -m reverie hook " in group["hooks"][0]["command"]
                for groups in hooks.values() for group in groups)
-    assert sum(len(groups) for groups in hooks.values()) == 2
+    assert sum(len(groups) for groups in hooks.values()) == 3
 
 
 def test_project_scope_writes_shared_files_and_says_so(

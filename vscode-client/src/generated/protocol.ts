@@ -143,7 +143,7 @@ export interface ConnectAgentResult {
  */
 export interface ConnectFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   action: "create" | "update" | "delete" | "unchanged";
 }
 
@@ -164,7 +164,7 @@ export interface Connection {
 
 export interface ConnectionFile {
   path: string;
-  role: "memory" | "hooks" | "exclude";
+  role: "memory" | "hooks" | "exclude" | "mcp";
   state: "ok" | "missing" | "block-missing" | "damaged" | "symlink";
 }
 

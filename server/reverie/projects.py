@@ -1,0 +1,16 @@
+"""A workspace's stable project key: imported by ``config`` and by the prompt hook, which must
+start fast and so cannot import ``config`` (pydantic-settings) itself."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+
+def project_key(workspace: Path) -> str:
+    """A stable, readable directory name for a workspace: its name plus a short path hash."""
+    resolved = str(workspace.expanduser().resolve())
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
+    digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{name[:40]}-{digest}"
