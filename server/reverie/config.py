@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     dream_model: str | None = None
     sleep_model: str | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    #: the cost governor (llm/budget.py): caps on model-backed jobs; 0 turns one off
+    daily_token_cap: int = Field(default=2_000_000, ge=0)
+    monthly_token_cap: int = Field(default=20_000_000, ge=0)
+    daily_cost_cap: float = Field(default=2.0, ge=0)
+    monthly_cost_cap: float = Field(default=20.0, ge=0)
 
     # --- places ------------------------------------------------------------------------------
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("reverie")))
@@ -98,6 +103,9 @@ class Settings(BaseSettings):
     dream_min_sessions: int = 5
     dream_scan_interval_seconds: float = 600.0
     dream_max_turns: int = 30
+    #: review before apply: "auto" stages model-backed dreams for a person to accept, "always",
+    #: "never" (services/review.py)
+    dream_review: Literal["auto", "always", "never"] = "auto"
     auto_memory_enabled: bool = True
     remote_mode: bool = False
     memory_dir_preset: MemoryDirPreset = "reverie"

@@ -11,6 +11,9 @@ Run:
   .venv/bin/python tests/bench/quality.py --json          # everything as JSON
   .venv/bin/python tests/bench/quality.py --project acme-web --path dream --keep /tmp/q
   .venv/bin/python tests/bench/quality.py --llm           # + the model-backed paths (fake LLM)
+  .venv/bin/python tests/bench/quality.py --real          # the real-session rubric grades
+  .venv/bin/python tests/bench/quality.py --real --details
+  .venv/bin/python tests/bench/quality.py --real --llm    # with the endpoint in REVERIE_* env
 (``--keep DIR`` leaves the agent homes, notes and memory dirs there to read.)
 
 ``--llm`` also runs notes / dream / sleep with ``REVERIE_PROVIDER=openai`` against the fake LLM
@@ -98,8 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
     parser.add_argument("--llm", action="store_true",
                         help="also run the model-backed paths against the fake LLM server")
+    parser.add_argument("--real", action="store_true",
+                        help="grade the real public sessions (tests/fixtures/real) by the rubric")
     args = parser.parse_args(argv)
     keep = args.keep.resolve() if args.keep else None
+    if args.real:
+        return _real(args, keep)
     results = run_all(args.project, paths=tuple(args.path or PATHS), subprocess=args.subprocess,
                       keep=keep)
     llm = []
@@ -119,6 +126,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.llm:
         print()
         print(llm_table(llm))
+    return 0
+
+
+def _real(args: argparse.Namespace, keep: Path | None) -> int:
+    import os
+
+    from eval.real_eval import grade_all, means, real_table
+
+    extra: dict[str, str] | None = None
+    if args.llm:
+        # the real endpoint the user configured (docs/llm.md), never the fake one
+        extra = {k: v for k, v in os.environ.items() if k.startswith("REVERIE_")
+                 and k not in ("REVERIE_AGENT_HOME", "REVERIE_DATA_DIR", "REVERIE_CONFIG_DIR")}
+        if not extra.get("REVERIE_PROVIDER") or extra["REVERIE_PROVIDER"] == "offline":
+            print("--real --llm: no model endpoint is set (REVERIE_PROVIDER, REVERIE_MODEL, "
+                  "REVERIE_BASE_URL, REVERIE_API_KEY; docs/llm.md): nothing run")
+            return 2
+    grades = grade_all(keep=keep, extra_env=extra)
+    if args.json:
+        notes, memory = means(grades)
+        print(json.dumps({"notes_mean": notes, "memory_mean": memory,
+                          "projects": [{"project": g.project, "notes": g.notes,
+                                        "memory": g.memory, "wrong": g.wrong,
+                                        "errors": g.errors} for g in grades]}, indent=2))
+        return 0
+    print(real_table(grades, details=args.details))
     return 0
 
 

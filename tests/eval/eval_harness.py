@@ -37,14 +37,16 @@ from typing import Any
 from .eval_score import Labels, Score, expected_facts, load_labels, score_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
+#: real public sessions, labelled by hand (``real_eval.py``)
+REAL_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 PATHS = ("notes", "dream", "sleep")
 _AIDER_HEADER = re.compile(r"^# aider chat started at (\S+ \S+)", re.MULTILINE)
 _CLEARED_ENV = ("REVERIE_PROVIDER", "REVERIE_MODEL", "REVERIE_BASE_URL", "REVERIE_API_KEY",
                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
-def project_names() -> list[str]:
-    return sorted(p.name for p in FIXTURES.iterdir() if (p / "labels.toml").is_file())
+def project_names(root: Path = FIXTURES) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if (p / "labels.toml").is_file())
 
 
 @dataclass
@@ -66,8 +68,8 @@ class Fixture:
     labels: Labels
 
     @classmethod
-    def load(cls, name: str) -> Fixture:
-        root = FIXTURES / name
+    def load(cls, name: str, fixtures: Path = FIXTURES) -> Fixture:
+        root = fixtures / name
         manifest = json.loads((root / "sessions.json").read_text("utf-8"))
         sessions = [SessionEntry(s["key"], s["agent"], s["session_id"], s["path"],
                                  _utc(s["start"]), _utc(s["end"]))
@@ -274,8 +276,8 @@ def _entry_count(files: dict[str, str]) -> int:
 
 def run_project(name: str, *, paths: tuple[str, ...] = PATHS, subprocess: bool = False,
                 keep: Path | None = None, extra_env: dict[str, str] | None = None,
-                ) -> list[PathResult]:
-    fixture = Fixture.load(name)
+                fixtures: Path = FIXTURES) -> list[PathResult]:
+    fixture = Fixture.load(name, fixtures)
     labels = fixture.labels
     results: list[PathResult] = []
     with contextlib.ExitStack() as stack:

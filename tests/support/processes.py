@@ -9,10 +9,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from .paths import TESTS_DIR
+
+T = TypeVar("T")
 
 
 def pythonpath_with(*dirs: Path, env: Mapping[str, str] | None = None) -> str:
@@ -26,3 +30,18 @@ def support_env(*dirs: Path, env: Mapping[str, str] | None = None) -> dict[str, 
     merged = dict(os.environ if env is None else env)
     merged["PYTHONPATH"] = pythonpath_with(*dirs, env=merged)
     return merged
+
+
+def children_cpu_seconds(run: Callable[[], T]) -> tuple[T, float]:
+    """``run()`` (which starts child processes and waits for them) and the CPU seconds those
+    children used: a speed bound on it holds on a busy machine, where the wall clock also counts
+    the neighbours. Where the OS keeps no such count (Windows), the wall-clock seconds."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        started = time.monotonic()
+        return run(), time.monotonic() - started
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

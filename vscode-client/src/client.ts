@@ -88,6 +88,9 @@ export class ReverieServer implements vscode.Disposable {
     readonly log: vscode.LogOutputChannel,
   ) {}
 
+  /** Takes diagnostics the editor shows otherwise (the dream-gate hint becomes a CodeLens). */
+  diagnosticsFilter: ((uri: vscode.Uri, diagnostics: vscode.Diagnostic[]) => vscode.Diagnostic[]) | undefined;
+
   /** The last start failed because no usable Python was found (the welcome view says so). */
   pythonMissing = false;
 
@@ -245,6 +248,9 @@ export class ReverieServer implements vscode.Disposable {
         },
       },
       middleware: {
+        handleDiagnostics: (uri, diagnostics, next) => {
+          next(uri, this.diagnosticsFilter ? this.diagnosticsFilter(uri, diagnostics) : diagnostics);
+        },
         workspace: {
           // Answer pulls with the explicit settings only, so defaults never mask REVERIE_* vars.
           configuration: (params, token, next) => {

@@ -7,22 +7,28 @@ import * as vscode from 'vscode';
 
 import { type ReverieServer, ServerCommandError } from './client';
 import { connectAgent, disconnectAgent } from './connect';
+import { curateEntry } from './curation';
+import { reviewChanges } from './review';
 import { API_KEY_SECRET, Commands, ServerCommands } from './constants';
 import {
   type HistoryResult,
   type HistoryRun,
   type JobStarted,
   type LockStatusResult,
-  type ModelTestResult,
-  type ProvidersResult,
   type SessionNotesResult,
   type SessionRow,
+  type SessionsResult,
   type UndoResult,
 } from './generated/protocol';
 import { type HistoryDocuments } from './history';
 import { type JobTracker } from './jobs';
+import { notesUri } from './notesDocuments';
+import { type PreviewDocuments } from './preview';
 import { runCounts, workspaceArg } from './sidebar';
+import { showProblem } from './problems';
+import { chooseProvider, testModel } from './setup';
 import { formatWhen } from './statusBar';
+import { runKind, runTitle } from './words';
 
 export interface CommandContext {
   server: ReverieServer;
@@ -32,20 +38,21 @@ export interface CommandContext {
   log: vscode.LogOutputChannel;
   /** refreshes the sidebar views */
   refreshViews: () => void;
+  /** asks the server for the status again (after connect, undo, a provider change) */
+  refreshStatus: () => void;
+  /** read-only preview documents (Connect Agent, staged changes) */
+  previews: PreviewDocuments;
   /** what the user answered to offers (globalState: for good; workspaceState: here) */
   state: { global: vscode.Memento; workspace: vscode.Memento };
 }
 
-/** Shows a failure once, readably, with a way to the log; never rethrows. */
+/** Shows a failure once, readably, with the buttons that fix it; never rethrows. */
 export async function reportFailure(what: string, error: unknown, log: vscode.LogOutputChannel): Promise<void> {
   const detail = error instanceof Error ? error.message : String(error);
   if (!(error instanceof ServerCommandError)) {
     log.error(`${what}: ${detail}`);
   }
-  const choice = await vscode.window.showWarningMessage(`Reverie: ${what} failed: ${detail}`, 'Show Log');
-  if (choice === 'Show Log') {
-    log.show(true);
-  }
+  await showProblem('warning', `${what} failed: ${detail}`, log);
 }
 
 function guarded(ctx: CommandContext, what: string, body: (arg?: unknown) => Promise<unknown>): (arg?: unknown) => Promise<void> {
@@ -84,21 +91,17 @@ export function lockSummary(lock: LockStatusResult): { title: string; detail: st
   return { title, detail: lines.join('\n') };
 }
 
-function runLabel(run: HistoryRun): vscode.QuickPickItem & { run: HistoryRun } {
+function runLabel(run: HistoryRun, runs: readonly HistoryRun[]): vscode.QuickPickItem & { run: HistoryRun } {
   return {
-    label: `${formatWhen(new Date(run.at))} · ${run.source}${run.undone ? ' (undone)' : ''}`,
+    label: `${formatWhen(new Date(run.at))} · ${runKind(run, runs)}${run.undone ? ' (undone)' : ''}`,
     description: runCounts(run),
-    detail: run.summary || run.runId,
+    detail: run.summary || undefined,
     run,
   };
 }
 
 const DREAM_SOURCES = new Set(['auto', 'manual', 'sleep']);
 
-function describeRun(run: HistoryRun): string {
-  const files = [...run.added, ...run.changed, ...run.removed];
-  return `${run.source} run of ${new Date(run.at).toLocaleString()} (${runCounts(run)}: ${files.join(', ') || 'no files'})`;
-}
 
 /**
  * Undoes a run after a confirmation that says what will change: the given run, else the latest
@@ -110,32 +113,40 @@ export async function undoRun(ctx: CommandContext, runId?: string | null): Promi
   const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, args);
   const run = runId ? runs.find((r) => r.runId === runId || r.runId.startsWith(runId)) : runs.find((r) => DREAM_SOURCES.has(r.source) && !r.undone);
   if (!run) {
-    void vscode.window.showInformationMessage(runId ? `Reverie: run ${runId} is not in the memory history.` : 'Reverie: nothing to undo: no dream or sleep run is in effect.');
+    void vscode.window.showInformationMessage(runId ? 'Reverie: that run is no longer in the memory history.' : 'Reverie: nothing to undo: no dream or sleep run is in effect.');
     return;
   }
-  const verb = run.source === 'undo' ? 'Redo' : 'Undo';
+  // undoing an undo brings its run back: to the person that is a redo
+  const isRedo = run.source === 'undo';
+  const verb = isRedo ? 'Redo' : 'Undo';
+  const target = isRedo ? runs.find((r) => r.runId === run.undoes) : run;
+  const what = target ? runTitle(target, runs) : runTitle(run, runs);
   const choice = await vscode.window.showWarningMessage(
-    `${verb} the ${describeRun(run).split(' (')[0]}?`,
-    { modal: true, detail: `Memory files go back to how they were before that run: ${[...run.added, ...run.changed, ...run.removed].join(', ') || 'no files'}.\nThe ${verb.toLowerCase()} is recorded in the history, so it can be reverted too.` },
+    `${verb} the ${what}?`,
+    { modal: true, detail: `Memory files go back to how they were ${isRedo ? 'after' : 'before'} that run: ${[...run.added, ...run.changed, ...run.removed].join(', ') || 'no files'}.\nThe ${verb.toLowerCase()} is recorded in the history, so it can be reverted too.` },
     verb);
   if (choice !== verb) {
     return;
   }
   const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId });
-  await reportUndo(ctx, result, run.source === 'undo');
+  await reportUndo(ctx, result, isRedo, what);
 }
 
 /** Says what the undo did; after an undo of a dream offers Redo, after a redo Undo again. */
-async function reportUndo(ctx: CommandContext, result: UndoResult, wasRedo: boolean): Promise<void> {
-  ctx.log.info(`undo: ${result.message}`);
+async function reportUndo(ctx: CommandContext, result: UndoResult, wasRedo: boolean, what?: string): Promise<void> {
+  ctx.log.info(`${wasRedo ? 'redo' : 'undo'}: ${result.message}`);
   ctx.refreshViews();
+  ctx.refreshStatus();
   void vscode.commands.executeCommand('setContext', 'reverie.canRedo', result.changed);
+  const files = result.files.length;
+  const subject = what ? `the ${what}` : 'the run';
   if (!result.changed) {
-    void vscode.window.showInformationMessage(`Reverie: ${result.message}`);
+    void vscode.window.showInformationMessage(`Reverie: nothing changed: memory already matches ${wasRedo ? 'the state after' : 'the state before'} ${subject}.`);
     return;
   }
+  const sentence = `Reverie: ${wasRedo ? 'Redid' : 'Undid'} ${subject}: ${files} file${files === 1 ? '' : 's'} restored (${result.files.join(', ')}).`;
   const again = wasRedo ? 'Undo Again' : 'Redo';
-  const choice = await vscode.window.showInformationMessage(`Reverie: ${result.message}`, again, 'Show Diff');
+  const choice = await vscode.window.showInformationMessage(sentence, again, 'Show Diff');
   if (choice === 'Redo') {
     await redo(ctx);
   } else if (choice === 'Undo Again') {
@@ -148,7 +159,10 @@ async function reportUndo(ctx: CommandContext, result: UndoResult, wasRedo: bool
 /** Undoes the latest undo still in effect, which brings its run back. */
 export async function redo(ctx: CommandContext): Promise<void> {
   const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...workspaceArg(), redo: true });
-  await reportUndo(ctx, result, true);
+  const { runs } = await ctx.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 }).catch(() => ({ runs: [] as HistoryRun[] }));
+  const undone = runs.find((r) => r.runId === result.undoneRunId);
+  const original = undone ? runs.find((r) => r.runId === undone.undoes) : undefined;
+  await reportUndo(ctx, result, true, original ? runTitle(original, runs) : undefined);
 }
 
 export async function showRunDiff(ctx: CommandContext, runId?: string | null): Promise<void> {
@@ -166,34 +180,24 @@ async function memoryDir(ctx: CommandContext): Promise<string> {
 }
 
 /** Opens a session's notes, or offers to write them. */
-async function openSessionNotes(ctx: CommandContext, sessionId?: string): Promise<void> {
+async function openSessionNotes(ctx: CommandContext, sessionId?: string, title?: string | null): Promise<void> {
   const notes = await ctx.server.execute<SessionNotesResult>(ServerCommands.sessionNotes, { ...workspaceArg(), ...(sessionId ? { sessionId } : {}) });
+  if (title === undefined) { // from the palette: the session's title from the list
+    const { sessions } = await ctx.server.execute<SessionsResult>(ServerCommands.listSessions, workspaceArg()).catch(() => ({ sessions: [] as SessionRow[] }));
+    title = sessions.find((s) => s.sessionId === notes.sessionId)?.title;
+  }
   if (!notes.exists) {
     const choice = await vscode.window.showInformationMessage(
-      `Reverie has no notes for session ${notes.sessionId} yet.`, 'Update Session Notes');
+      `Reverie has no notes for ${title ? `the session "${title}"` : 'this session'} yet.`, 'Update Session Notes');
     if (choice) {
       const started = await ctx.server.execute<JobStarted>(ServerCommands.updateNotes, { ...workspaceArg(), sessionId: notes.sessionId });
       ctx.jobs.follow(started, 'Session notes');
     }
     return;
   }
-  await openFile(notes.path);
-}
-
-/** The lines under a model test's headline: what was asked, what answered, what works. */
-export function modelTestDetail(result: ModelTestResult): string {
-  const word = (value: boolean | null): string => (value === null ? 'unknown' : value ? 'yes' : 'no');
-  const lines = [
-    `Provider: ${result.provider}${result.baseUrl ? ` at ${result.baseUrl}` : ''}`,
-    `Model: ${result.model || '(default)'}${result.modelReported && result.modelReported !== result.model ? ` (server reports ${result.modelReported})` : ''}`,
-  ];
-  if (result.ok) {
-    lines.push(`Latency: ${result.latencyMs} ms`, `Streaming: ${word(result.streaming)}`, `Tool calls: ${word(result.tools)}`);
-    if (result.tools === false) {
-      lines.push('Jobs use the structured no-tools form with this model.');
-    }
-  }
-  return lines.join('\n');
+  const doc = await vscode.workspace.openTextDocument(notesUri(notes.path, title, notes.sessionId));
+  await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+  await vscode.window.showTextDocument(doc, { preview: false });
 }
 
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
@@ -220,7 +224,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
       ctx.jobs.follow(started, 'Session notes');
     }),
     register(Commands.openSessionNotes, 'Open Session Notes', () => openSessionNotes(ctx)),
-    register(Commands.openSession, 'Open Session Notes', (row?: unknown) => openSessionNotes(ctx, (row as SessionRow | undefined)?.sessionId)),
+    register(Commands.openSession, 'Open Session Notes', (row?: unknown) => openSessionNotes(ctx, (row as SessionRow | undefined)?.sessionId, (row as SessionRow | undefined)?.title)),
     register(Commands.openTranscript, 'Open Transcript', async (row?: unknown) => {
       const session = row as SessionRow | undefined;
       if (session) {
@@ -261,7 +265,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
         void vscode.window.showInformationMessage('Reverie: no memory history yet.');
         return;
       }
-      const picked = await vscode.window.showQuickPick(runs.map(runLabel), {
+      const picked = await vscode.window.showQuickPick(runs.map((run) => runLabel(run, runs)), {
         title: 'Reverie: memory history', placeHolder: 'Pick a run to see what it changed', matchOnDetail: true,
       });
       if (picked) {
@@ -306,41 +310,13 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     }),
     register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
     register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
-    register(Commands.chooseProvider, 'Choose Model Provider', async () => {
-      const { current, providers } = await server.execute<ProvidersResult>(ServerCommands.providers, workspaceArg());
-      const picked = await vscode.window.showQuickPick(
-        providers.map((p) => ({
-          label: `${p.id === current ? '$(check) ' : ''}${p.label}`,
-          description: p.available ? p.path ?? p.id : 'not found',
-          detail: p.detail,
-          provider: p,
-        })),
-        { title: 'Reverie: model provider', placeHolder: `Now: ${current}. The coding-agent CLIs use your own login; their runs count against your plan.`, matchOnDetail: true });
-      if (!picked || picked.provider.id === current) {
-        return;
-      }
-      if (!picked.provider.available) {
-        void vscode.window.showWarningMessage(`Reverie: ${picked.provider.detail}`);
-        return;
-      }
-      await vscode.workspace.getConfiguration('reverie').update('provider', picked.provider.id, vscode.ConfigurationTarget.Global);
-      if (picked.provider.id.endsWith('-cli')) {
-        void vscode.window.showInformationMessage(
-          `Reverie now uses ${picked.provider.label}. Every notes update, dream and sleep cycle counts against your plan.`,
-          'Test Model Connection').then((choice) => choice && vscode.commands.executeCommand(Commands.testModelConnection));
-      }
-    }),
-    register(Commands.testModelConnection, 'Test Model Connection', async () => {
-      const result = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'Reverie: testing the model connection…' },
-        () => server.execute<ModelTestResult>(ServerCommands.testModel, workspaceArg()));
-      const detail = modelTestDetail(result);
-      ctx.log.info(`Test model connection: ${result.message}`);
-      if (result.ok) {
-        void vscode.window.showInformationMessage(`Reverie: ${result.message}`, { modal: true, detail });
-      } else {
-        void vscode.window.showErrorMessage(`Reverie: the model connection failed. ${result.error ?? result.message}`, { modal: true, detail });
-      }
-    }),
+    register(Commands.chooseProvider, 'Choose Model Provider', () => chooseProvider(ctx)),
+    register(Commands.reviewChanges, 'Review Dream Changes', () => reviewChanges(ctx)),
+    register(Commands.forgetEntry, 'Forget', (arg?: unknown) => curateEntry(ctx, 'forget', arg)),
+    register(Commands.pinEntry, 'Pin', (arg?: unknown) => curateEntry(ctx, 'pin', arg)),
+    register(Commands.unpinEntry, 'Unpin', (arg?: unknown) => curateEntry(ctx, 'unpin', arg)),
+    register(Commands.editEntry, 'Edit', (arg?: unknown) => curateEntry(ctx, 'edit', arg)),
+    register(Commands.moveEntry, 'Move', (arg?: unknown) => curateEntry(ctx, 'move', arg)),
+    register(Commands.testModelConnection, 'Test Model Connection', () => testModel(ctx)),
   ];
 }

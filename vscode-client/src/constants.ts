@@ -35,6 +35,13 @@ export const Commands = {
   undoRun: 'reverie.undoRun',
   openSession: 'reverie.openSession',
   openTranscript: 'reverie.openTranscript',
+  showMenu: 'reverie.showMenu',
+  forgetEntry: 'reverie.forgetEntry',
+  pinEntry: 'reverie.pinEntry',
+  unpinEntry: 'reverie.unpinEntry',
+  editEntry: 'reverie.editEntry',
+  moveEntry: 'reverie.moveEntry',
+  reviewChanges: 'reverie.reviewChanges',
 } as const;
 
 /** Context keys (package.json `when` clauses). */
@@ -79,3 +86,9 @@ export const PYTHON_EXTENSION_ID = 'ms-python.python';
 
 /** Scheme of read-only documents showing memory history (before / after of a run). */
 export const HISTORY_SCHEME = 'reverie-history';
+
+/** Scheme of read-only preview documents (what Connect Agent would write). */
+export const PREVIEW_SCHEME = 'reverie-preview';
+
+/** Scheme of session notes opened under their session's title (the notes file itself). */
+export const NOTES_SCHEME = 'reverie-notes';

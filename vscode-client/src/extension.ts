@@ -8,10 +8,15 @@ import { type LanguageClient } from 'vscode-languageclient/node';
 import { ReverieServer } from './client';
 import { registerCommands, type CommandContext } from './commands';
 import { offerConnection } from './connect';
-import { API_KEY_SECRET, ContextKeys, HISTORY_SCHEME, OUTPUT_CHANNEL, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
+import { API_KEY_SECRET, Commands, ContextKeys, HISTORY_SCHEME, NOTES_SCHEME, OUTPUT_CHANNEL, PREVIEW_SCHEME, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
+import { GateLenses } from './gateLens';
 import type { LockStatusResult, StatusResult } from './generated/protocol';
 import { HistoryDocuments } from './history';
 import { JobTracker } from './jobs';
+import { offerWalkthrough, showMenu } from './menu';
+import { NotesFileSystem } from './notesDocuments';
+import { PreviewDocuments } from './preview';
+import { MemoryQuickFixes } from './quickFixes';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
 import { onInterpreterChanged } from './python';
 import { createSidebar, workspaceArg } from './sidebar';
@@ -26,16 +31,35 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const history = new HistoryDocuments(server);
   const jobs = new JobTracker(server, log);
   const sidebar = createSidebar(server, log);
+  const previews = new PreviewDocuments();
+  const notes = new NotesFileSystem();
+  const gates = new GateLenses();
+  server.diagnosticsFilter = (uri, diagnostics) => gates.take(uri, diagnostics);
+  let memoryDir: string | undefined;
+  const flags = { running: false };
+  const current = server;
+  const refreshStatus = (): void => {
+    if (!current.isRunning) {
+      return;
+    }
+    current.execute<StatusResult>(ServerCommands.status).then((result) => {
+      status.applyStatus(result);
+      current.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg()).then((lock) => {
+        memoryDir = lock.memoryDir;
+        status.applyLock(lock, result.pid);
+      }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+    }, (error: unknown) => log.warn(`status: ${String(error)}`));
+  };
   const ctx: CommandContext = {
-    server, secrets: context.secrets, history, jobs, log,
+    server, secrets: context.secrets, history, jobs, log, previews,
     refreshViews: () => sidebar.refresh(),
+    refreshStatus,
     state: { global: context.globalState, workspace: context.workspaceState },
   };
   const setContext = (key: string, value: unknown): void => {
     void vscode.commands.executeCommand('setContext', key, value);
   };
   setContext(ContextKeys.serverState, 'starting');
-  const current = server;
   let latest: LanguageClient | undefined;
 
   context.subscriptions.push(
@@ -45,14 +69,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     jobs,
     sidebar,
     history,
+    previews,
+    gates,
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, history),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previews),
+    notes,
+    vscode.workspace.registerFileSystemProvider(NOTES_SCHEME, notes, { isCaseSensitive: true }),
+    vscode.languages.registerCodeLensProvider({ scheme: 'file', pattern: '**/MEMORY.md' }, gates),
+    vscode.languages.registerCodeActionsProvider({ scheme: 'file', language: 'markdown' },
+      new MemoryQuickFixes(() => memoryDir), { providedCodeActionKinds: MemoryQuickFixes.kinds }),
     ...registerCommands(ctx),
+    vscode.commands.registerCommand(Commands.showMenu, () => showMenu(flags)),
     server.onDidCreateClient((client) => {
       latest = client;
       status.setServerState('starting');
       attachNotificationHandlers(client, ctx, status);
     }),
     server.onDidChangeState((state) => {
+      flags.running = state === 'running';
       status.setServerState(state);
       setContext(ContextKeys.serverRunning, state === 'running');
       setContext(ContextKeys.serverState, state);
@@ -68,8 +102,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             status.applyStatus(result);
             jobs.seed(result);
             current.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg()).then(
-              (lock) => status.applyLock(lock, result.pid), (error: unknown) => log.warn(`lock status: ${String(error)}`));
-            offerConnection(ctx, result).catch((error: unknown) => log.warn(`connect offer: ${String(error)}`));
+              (lock) => {
+                memoryDir = lock.memoryDir;
+                status.applyLock(lock, result.pid);
+              }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+            // the first start makes one offer: connecting the agents found (with the tour), else the tour
+            offerConnection(ctx, result)
+              .then((offered) => (offered ? undefined : offerWalkthrough(context.globalState)))
+              .catch((error: unknown) => log.warn(`first-run offer: ${String(error)}`));
           },
           (error: unknown) => log.warn(`status: ${String(error)}`));
       }

@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { type ReverieServer } from './client';
 import { HISTORY_SCHEME, ServerCommands } from './constants';
 import { type HistoryResult, type HistoryRun } from './generated/protocol';
+import { runTitle } from './words';
 
 type Side = 'before' | 'after';
 
@@ -36,11 +37,11 @@ export class HistoryDocuments implements vscode.TextDocumentContentProvider {
       run = (await this.run(runId, workspace)).run;
     } catch (error) {
       const detail = error instanceof Error ? error.message : String(error);
-      return `Reverie could not load run ${runId} (${detail}).\nStart the server ("Reverie: Restart Server") and reopen this diff from the History view.\n`;
+      return `Reverie could not load this run (${detail}).\nStart the server ("Reverie: Restart Server") and reopen this diff from the History view.\n`;
     }
     const change = run?.changes?.find((c) => c.path === file);
     if (!run || !change) {
-      return `Run ${runId} or its file ${file} is no longer in the memory history (it may have expired).\n`;
+      return `This run or its file ${file} is no longer in the memory history (it may have expired).\n`;
     }
     return (side === 'before' ? change.before : change.after) ?? '';
   }
@@ -55,15 +56,17 @@ export class HistoryDocuments implements vscode.TextDocumentContentProvider {
   async show(runId: string, workspace?: string): Promise<void> {
     const { run, memoryDir } = await this.run(runId, workspace);
     if (!run) {
-      void vscode.window.showInformationMessage(`Reverie: run ${runId} is not in the memory history.`);
+      void vscode.window.showInformationMessage('Reverie: that run is no longer in the memory history.');
       return;
     }
     const files = run.changes ?? [];
     if (!files.length) {
-      void vscode.window.showInformationMessage(`Reverie: run ${runId.slice(0, 12)} changed no files.`);
+      void vscode.window.showInformationMessage(`Reverie: the ${runTitle(run)} changed no files.`);
       return;
     }
-    const title = `Reverie run ${run.runId.slice(0, 12)} (${run.source}, ${new Date(run.at).toLocaleString()})`;
+    const runs = await this.server.execute<HistoryResult>(ServerCommands.history, { ...(workspace ? { workspace } : {}), limit: 100 })
+      .then((r) => r.runs, () => [] as HistoryRun[]);
+    const title = `Reverie: ${runTitle(runs.find((r) => r.runId === run.runId) ?? run, runs)}`;
     const resources = files.map((c) => [
       vscode.Uri.file(path.join(memoryDir, c.path)),
       historyUri(run.runId, 'before', c.path, workspace),

@@ -8,8 +8,11 @@ import * as vscode from 'vscode';
 import { type ReverieServer } from './client';
 import { ContextKeys, ServerCommands } from './constants';
 import { type CancelJobResult, type JobEventPayload, type JobStarted, type StatusResult } from './generated/protocol';
+import { showProblem } from './problems';
 
 const FINISHED = new Set(['complete', 'skipped', 'cancelled', 'error']);
+
+const JOB_WORDS: Record<string, string> = { dream: 'dream', sleep: 'sleep cycle', session_memory: 'notes update' };
 
 interface Watched {
   report: (message: string) => void;
@@ -66,13 +69,48 @@ export class JobTracker implements vscode.Disposable {
         this.ended.delete(this.ended.values().next().value as string);
       }
       watched?.finish();
-      if (watched && event.type !== 'complete') {
-        void vscode.window.showInformationMessage(`Reverie: ${event.kind.replace('_', ' ')} ${event.type}${message ? `: ${message}` : ''}`);
+      if (watched) {
+        void this.reportOutcome(event, message);
       }
     } else if (watched && message) {
       watched.report(message);
     }
     this.updateContext();
+  }
+
+  /**
+   * What a job the user started came to, always in one sentence: a dream that changed memory is
+   * reported by its memory-saved notification, everything else (nothing new, skipped, failed,
+   * cancelled) here.
+   */
+  private async reportOutcome(event: JobEventPayload, message: string): Promise<void> {
+    const what = JOB_WORDS[event.kind] ?? event.kind;
+    const reasonText = typeof event.payload.reasonText === 'string' ? event.payload.reasonText : undefined;
+    if (event.type === 'complete') {
+      const touched = event.payload.filesTouched;
+      const sessions = typeof event.payload.sessionsReviewed === 'number' ? event.payload.sessionsReviewed : undefined;
+      if (typeof event.payload.reviewId === 'string') {
+        // staged for review: the review offer says what the dream proposes
+      } else if (event.kind === 'dream' && Array.isArray(touched) && touched.length === 0) {
+        const seen = sessions === undefined ? '' : sessions === 0 ? ' No session is new since the last dream.' : ` It reviewed ${sessions} session${sessions === 1 ? '' : 's'}.`;
+        void vscode.window.showInformationMessage(`Reverie: the dream found nothing new to remember; memory is unchanged.${seen}`);
+      } else if (event.kind === 'session_memory') {
+        void vscode.window.showInformationMessage(event.payload.edited === false ? 'Reverie: the session notes are up to date (nothing new to add).' : 'Reverie: the session notes were updated.', 'Open Session Notes')
+          .then((pick) => pick && vscode.commands.executeCommand('reverie.openSessionNotes'));
+      } else if (event.kind === 'sleep' && !(Array.isArray(touched) && touched.length)) {
+        void vscode.window.showInformationMessage(`Reverie: the sleep cycle finished${message ? `: ${message}` : ''}.`);
+      }
+    } else if (event.type === 'skipped') {
+      // a dream that could not run for want of a model or the lock is a warning; a gate, information
+      const reason = typeof event.payload.reason === 'string' ? event.payload.reason : '';
+      const level = ['missing_llm_client', 'missing_llm', 'lock_busy'].includes(reason) ? 'warning' : 'info';
+      await showProblem(level, reasonText ? `The ${what} did not run: ${reasonText}` : message || `${what} skipped`, this.log);
+    } else if (event.type === 'cancelled') {
+      void vscode.window.showInformationMessage(`Reverie: the ${what} was cancelled; memory is as it was.`);
+    } else if (event.type === 'error') {
+      const error = typeof event.payload.error === 'string' ? event.payload.error : message;
+      await showProblem('error', `The ${what} failed: ${error}`, this.log);
+    }
   }
 
   seed(status: StatusResult): void {

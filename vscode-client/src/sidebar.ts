@@ -12,6 +12,7 @@ import { Commands, ServerCommands, Views } from './constants';
 import { type HistoryResult, type HistoryRun, type LockStatusResult, type SessionRow, type SessionsResult } from './generated/protocol';
 import { historyUri } from './history';
 import { formatWhen } from './statusBar';
+import { runKind, runTitle } from './words';
 
 /** The folder commands apply to: the active editor's, else the first. */
 export function currentFolder(): vscode.WorkspaceFolder | undefined {
@@ -78,10 +79,57 @@ export class SessionsTree extends ServerTree<SessionRow> {
 /** The diagnostics source of stale memory facts (server: ``reverie.lsp.staleness``). */
 const STALENESS_SOURCE = 'reverie.staleness';
 
-export class MemoryTree extends ServerTree<vscode.Uri> {
-  getTreeItem(uri: vscode.Uri): vscode.TreeItem {
-    const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.None);
-    const problems = vscode.languages.getDiagnostics(uri);
+/** One entry (a bullet line) of a memory file: what Forget, Pin, Edit and Move act on. */
+export interface MemoryEntryNode {
+  uri: vscode.Uri;
+  /** 0-based line */
+  line: number;
+  text: string;
+  pinned: boolean;
+}
+
+export type MemoryNode = vscode.Uri | MemoryEntryNode;
+
+export const PIN_MARK = '<!-- pinned -->';
+
+/** The bullet lines of a memory file (front matter and headings left out). */
+export function memoryEntries(uri: vscode.Uri, text: string): MemoryEntryNode[] {
+  const lines = text.split(/\r?\n/);
+  let start = 0;
+  if (lines[0] === '---') {
+    const end = lines.indexOf('---', 1);
+    start = end > 0 ? end + 1 : 0;
+  }
+  const out: MemoryEntryNode[] = [];
+  for (let i = start; i < lines.length; i++) {
+    if (/^\s*[-*] \S/.test(lines[i])) {
+      out.push({ uri, line: i, text: lines[i], pinned: lines[i].includes(PIN_MARK) });
+    }
+  }
+  return out;
+}
+
+/** What the Problems panel counts: hints are not listed there, so they are not counted here. */
+export function countedProblems(uri: vscode.Uri): vscode.Diagnostic[] {
+  return vscode.languages.getDiagnostics(uri).filter((d) => d.severity !== vscode.DiagnosticSeverity.Hint);
+}
+
+export class MemoryTree extends ServerTree<MemoryNode> {
+  getTreeItem(node: MemoryNode): vscode.TreeItem {
+    if (!(node instanceof vscode.Uri)) {
+      // "- [Title](file.md) - hook" reads "Title — hook"
+      const shown = node.text.replace(PIN_MARK, '').replace(/^\s*[-*]\s+/, '').replace(/^\[([^\]]+)\]\([^)]*\)\s*(?:[-—–:]\s*)?/, (_m, title: string) => `${title} — `).replace(/ — $/, '').trim();
+      const item = new vscode.TreeItem(shown.length > 80 ? `${shown.slice(0, 79)}…` : shown);
+      item.tooltip = node.text;
+      item.description = node.pinned ? 'pinned' : undefined;
+      item.iconPath = new vscode.ThemeIcon(node.pinned ? 'pinned' : 'circle-small');
+      item.contextValue = node.pinned ? 'memoryEntry.pinned' : 'memoryEntry';
+      item.command = { command: 'vscode.open', title: 'Open', arguments: [node.uri, { selection: new vscode.Range(node.line, 0, node.line, 0) }] };
+      return item;
+    }
+    const uri = node;
+    const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.Collapsed);
+    const problems = countedProblems(uri);
     const errors = problems.filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
     // stale facts (reverie check) are counted apart from the files' other problems
     const stale = problems.filter((d) => d.source === STALENESS_SOURCE).length;
@@ -100,9 +148,16 @@ export class MemoryTree extends ServerTree<vscode.Uri> {
     return item;
   }
 
-  getChildren(element?: vscode.Uri): Promise<vscode.Uri[]> {
+  async getChildren(element?: MemoryNode): Promise<MemoryNode[]> {
     if (element) {
-      return Promise.resolve([]);
+      if (!(element instanceof vscode.Uri)) {
+        return [];
+      }
+      try {
+        return memoryEntries(element, new TextDecoder().decode(await vscode.workspace.fs.readFile(element)));
+      } catch {
+        return [];
+      }
     }
     return this.guarded('memory files', async () => {
       const lock = await this.server.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg());
@@ -126,6 +181,8 @@ export class MemoryTree extends ServerTree<vscode.Uri> {
 
 export interface RunFileNode {
   run: HistoryRun;
+  /** the runs listed with it, to name an undo's target */
+  runs: readonly HistoryRun[];
   file: string;
   kind: 'added' | 'changed' | 'removed';
   workspace?: string;
@@ -142,6 +199,8 @@ export function runCounts(run: HistoryRun): string {
 }
 
 export class HistoryTree extends ServerTree<HistoryNode> {
+  private runs: HistoryRun[] = [];
+
   getTreeItem(node: HistoryNode): vscode.TreeItem {
     if (isFile(node)) {
       const item = new vscode.TreeItem(node.file);
@@ -151,18 +210,18 @@ export class HistoryTree extends ServerTree<HistoryNode> {
       item.command = {
         command: 'vscode.diff',
         title: 'Show Diff',
-        arguments: [historyUri(node.run.runId, 'before', node.file, workspace), historyUri(node.run.runId, 'after', node.file, workspace), `${node.file} (Reverie run ${node.run.runId.slice(0, 12)})`],
+        arguments: [historyUri(node.run.runId, 'before', node.file, workspace), historyUri(node.run.runId, 'after', node.file, workspace), `${node.file} (${runTitle(node.run, node.runs)})`],
       };
       return item;
     }
     const run = node;
     const files = run.added.length + run.changed.length + run.removed.length;
-    const item = new vscode.TreeItem(`${run.source} · ${formatWhen(new Date(run.at))}`, files ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(`${runKind(run, this.runs)} · ${formatWhen(new Date(run.at))}`, files ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = run.runId;
     item.description = `${runCounts(run)}${run.tokensIn || run.tokensOut ? ` · ${run.tokensIn + run.tokensOut} tokens` : ''}${run.undone ? ' · undone' : ''}`;
     item.tooltip = new vscode.MarkdownString(
-      `**${run.source}** run \`${run.runId}\`\n\n${new Date(run.at).toLocaleString()}\n\n${run.summary || ''}\n\n` +
-      `tokens: ${run.tokensIn} in / ${run.tokensOut} out${run.undoes ? `\n\nundoes \`${run.undoes}\`` : ''}`);
+      `**${runTitle(run, this.runs)}**\n\n${new Date(run.at).toLocaleString()}\n\n${run.summary || ''}\n\n` +
+      `tokens: ${run.tokensIn} in / ${run.tokensOut} out${run.sessions.length ? `\n\nfrom ${run.sessions.length} session${run.sessions.length === 1 ? '' : 's'}` : ''}`);
     item.iconPath = new vscode.ThemeIcon(run.source === 'undo' ? 'discard' : run.source === 'sleep' ? 'moon' : 'sparkle');
     item.contextValue = run.undone ? 'run.undone' : `run.${run.source}`;
     return item;
@@ -174,11 +233,13 @@ export class HistoryTree extends ServerTree<HistoryNode> {
         return Promise.resolve([]);
       }
       const { workspace } = workspaceArg();
-      const of = (kind: RunFileNode['kind'], names: string[]): RunFileNode[] => names.map((file) => ({ run: element, file, kind, workspace }));
+      const of = (kind: RunFileNode['kind'], names: string[]): RunFileNode[] => names.map((file) => ({ run: element, runs: this.runs, file, kind, workspace }));
       return Promise.resolve([...of('added', element.added), ...of('changed', element.changed), ...of('removed', element.removed)]);
     }
-    return this.guarded('history', async () =>
-      (await this.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 })).runs);
+    return this.guarded('history', async () => {
+      this.runs = (await this.server.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 })).runs;
+      return this.runs;
+    });
   }
 }
 

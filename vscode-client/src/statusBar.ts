@@ -21,16 +21,18 @@ export class ReverieStatusBar implements vscode.Disposable {
   private readonly jobs = new Map<string, RunningJob>();
   private lastDream: Date | undefined;
   private lockHolder: number | undefined;
+  private serverPid: number | undefined;
   private serverState: 'starting' | 'running' | 'stopped' | 'failed' = 'starting';
   private provider = '';
   private gate: LockStatusResult | undefined;
   private lastSkip = '';
   private agents = '';
+  private spend = '';
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('reverie.status', vscode.StatusBarAlignment.Left, 10);
     this.item.name = 'Reverie';
-    this.item.command = Commands.showLockStatus;
+    this.item.command = Commands.showMenu;
     this.render();
     this.item.show();
   }
@@ -56,7 +58,12 @@ export class ReverieStatusBar implements vscode.Disposable {
     if (dream?.type === 'complete') {
       this.lastDream = new Date(dream.finishedAt);
     } else if (dream?.type === 'skipped') {
-      this.lastSkip = dream.message;
+      this.lastSkip = typeof dream.payload.reasonText === 'string' ? dream.payload.reasonText : dream.message;
+    }
+    const tokens = status.tokensToday.inputTokens + status.tokensToday.outputTokens;
+    this.spend = status.offline && !tokens ? '' : `${tokens.toLocaleString()} tokens today${status.costToday !== null && status.costToday !== undefined ? ` ($${status.costToday.toFixed(2)})` : ''}`;
+    if (status.spend) { // the cost governor: spent against the caps
+      this.spend = status.offline && !status.spend.tokensToday && !status.spend.tokensMonth ? '' : status.spend.summary;
     }
     this.render();
   }
@@ -78,7 +85,8 @@ export class ReverieStatusBar implements vscode.Disposable {
         this.lastDream = new Date();
         this.lastSkip = '';
       } else if (event.kind === 'dream' && event.type === 'skipped') {
-        this.lastSkip = typeof event.payload.message === 'string' ? event.payload.message : '';
+        const text = event.payload.reasonText ?? event.payload.message;
+        this.lastSkip = typeof text === 'string' ? text : '';
       }
     }
     this.render();
@@ -86,10 +94,12 @@ export class ReverieStatusBar implements vscode.Disposable {
 
   applyLock(lock: LockStatusResult, serverPid?: number): void {
     this.gate = lock;
-    this.lockHolder = lock.holderAlive && lock.holderPid !== null && lock.holderPid !== serverPid ? lock.holderPid : undefined;
-    if (lock.lastConsolidatedAt) {
-      this.lastDream = new Date(lock.lastConsolidatedAt);
+    if (serverPid !== undefined) {
+      this.serverPid = serverPid;
     }
+    this.lockHolder = lock.holderAlive && lock.holderPid !== null && lock.holderPid !== this.serverPid ? lock.holderPid : undefined;
+    // after an undo the last consolidation may be older again (or none): follow the lock
+    this.lastDream = lock.lastConsolidatedAt ? new Date(lock.lastConsolidatedAt) : undefined;
     this.render();
   }
 
@@ -143,7 +153,10 @@ export class ReverieStatusBar implements vscode.Disposable {
       tooltip.appendMarkdown(`Last automatic dream skipped: ${this.lastSkip}\n\n`);
     }
     tooltip.appendMarkdown(`Connected agents: ${this.agents || 'none (Reverie: Connect Agent…)'}\n\n`);
-    tooltip.appendMarkdown('Click for the lock status and the dream gates.');
+    if (this.spend) {
+      tooltip.appendMarkdown(`Model spend: ${this.spend}\n\n`);
+    }
+    tooltip.appendMarkdown('Click for Reverie\'s actions.');
     this.item.tooltip = tooltip;
     this.item.backgroundColor = this.serverState === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }

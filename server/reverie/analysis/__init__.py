@@ -9,6 +9,7 @@ from reverie.analysis.analyser import Limits, SessionAnalyser, analyse_session
 from reverie.analysis.commands import CommandCategory, CommandInfo, analyse_command
 from reverie.analysis.models import (
     Change,
+    Commit,
     Decision,
     EndState,
     ErrorFix,
@@ -24,8 +25,24 @@ from reverie.analysis.models import (
 from reverie.analysis.statements import StatementKind
 
 __all__ = [
-    "Change", "CommandCategory", "CommandInfo", "Decision", "EndState", "ErrorFix", "Evidence",
-    "FileActivity", "Limits", "ProjectCommand", "Request", "Rule", "SessionAnalyser",
-    "SessionAnalysis", "StatementKind", "Summarised", "WorkStep", "analyse_command",
+    "Change",
+    "CommandCategory",
+    "CommandInfo",
+    "Commit",
+    "Decision",
+    "EndState",
+    "ErrorFix",
+    "Evidence",
+    "FileActivity",
+    "Limits",
+    "ProjectCommand",
+    "Request",
+    "Rule",
+    "SessionAnalyser",
+    "SessionAnalysis",
+    "StatementKind",
+    "Summarised",
+    "WorkStep",
+    "analyse_command",
     "analyse_session",
 ]

@@ -29,6 +29,7 @@ from pathlib import Path
 from reverie.analysis.commands import CommandCategory, CommandInfo, analyse_command
 from reverie.analysis.models import (
     Change,
+    Commit,
     Decision,
     EndState,
     ErrorFix,
@@ -49,10 +50,15 @@ from reverie.analysis.outcomes import (
     is_rejection,
     is_slip,
     mentioned_files,
+    output_verdict,
+    prose,
     result_failed,
     shorten,
     still_running,
+    without_edits,
 )
+from reverie.analysis.shell_files import shell_edits, shell_reads
+from reverie.analysis.slash import split_commands
 from reverie.analysis.statements import (
     StatementKind,
     avoided,
@@ -60,6 +66,7 @@ from reverie.analysis.statements import (
     plain_statement,
     split_request,
 )
+from reverie.analysis.workflow import glob_failure, ignored_paths, tracker_form
 from reverie.redact import redact, redact_value
 from reverie.transcripts.model import Message, Session, ToolCall, ToolKind
 from reverie.transcripts.redacted import redact_session
@@ -72,6 +79,41 @@ _SHELL_NAMES = frozenset({"bash", "shell", "exec_command", "run_shell_command", 
 _RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
                          StatementKind.CORRECTION})
 _REQUEST_CHARS = 4_000
+#: a non-zero exit that reports nothing wrong
+_BENIGN_EXIT = re.compile(r"nothing to commit|nothing added to commit|no changes added to commit"
+                          r"|Already up[ -]to[ -]date|Everything up-to-date", re.IGNORECASE)
+#: a bare pick from a menu the agent offered: "B", "2", "a)", "y", "option 3"
+_MENU_CHOICE = re.compile(r"^\s*(?:option\s+)?[A-Za-z0-9][).:]?\s*$", re.IGNORECASE)
+#: the person takes back what they said just before
+_RETRACTION = re.compile(r"^\W*(?:no[,.!]?\s+)?(?:scratch that|ignore (?:that|what i said|my last"
+                         r"(?: message)?)|forget (?:that|what i said)|never ?mind|disregard that"
+                         r"|i take (?:that|it) back)\b", re.IGNORECASE)
+#: the end of a reply that asks the person to choose or confirm
+_ASKS_BACK = re.compile(r"\?\s*(?:```)?\s*$|\b(?:would you like|do you want|should i|shall i|"
+                        r"which (?:one|option|do you)|let me know (?:if|which|whether)|"
+                        r"please (?:confirm|choose|pick))\b", re.IGNORECASE)
+
+
+def _looks_pasted(text: str) -> bool:
+    """A prompt pasted from elsewhere (a task spec, an assignment): long and structured, with
+    headings or many list items. Its "Note:" and "Never …" lines are not this person's rules."""
+    if len(text) < 600:
+        return False
+    lines = text.splitlines()
+    structured = sum(1 for line in lines if _STRUCTURE.match(line))
+    return (len(lines) >= 12 and structured >= 4) or text.count("\n#") >= 2
+
+
+_STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)")
+#: pre-commit's report of a failing hook, and other hook managers' (husky, lefthook)
+_HOOK_ID = re.compile(r"^\W*- hook id: ([\w.-]+)\s*$", re.MULTILINE)
+#: pre-commit's line per hook: ``flake8.............Failed`` / ``black....Passed``
+_HOOK_STATUS = re.compile(r"^\W*([\w][\w .+/-]{0,40}?)\.{3,}(?:\(no files to check\))?"
+                          r"(?:Passed|Failed|Skipped)\s*$", re.MULTILINE)
+_HOOK_BLOCKED = re.compile(r"husky - \S+ hook exited|pre-commit hook (?:failed|exited)|"
+                           r"lefthook.*(?:failed|error)", re.IGNORECASE)
+_CHECKS = frozenset({CommandCategory.TEST, CommandCategory.LINT, CommandCategory.TYPECHECK,
+                     CommandCategory.BUILD, CommandCategory.FORMAT})
 _RUN_EXIT = re.compile(r"(?:Command exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
 _REPLY_CHARS = 3_000
 
@@ -95,6 +137,7 @@ class Limits:
     #: changes remembered to credit a fix (the one before a pass is looked for among them)
     recent_changes: int = 32
     command_cache: int = 8_192
+    commits: int = 40
 
 
 @dataclass(slots=True)
@@ -135,6 +178,10 @@ class _Failure:
     #: source files the failure's output names (a fix to one of them is the likeliest)
     mentions: frozenset[str] = frozenset()
     count: int = 1
+    #: the change count at this error's last occurrence (a fix is looked for after it)
+    last_at: int = 0
+    #: the error line with numbers, addresses and quotes' contents normalised away
+    signature: str = ""
 
 
 @dataclass(slots=True)
@@ -251,6 +298,18 @@ class SessionAnalyser:
         self._user_run_output: list[str] = []
         self._started: datetime | None = None
         self._updated: datetime | None = None
+        self._commits: deque[Commit] = deque(maxlen=self.limits.commits)
+        #: the agent logs tool results (Aider logs none: its edits are done when logged)
+        self._results_seen = False
+        self._hooks: dict[str, None] = {}
+        self._trackers: dict[str, None] = {}
+        self._ignored: dict[str, None] = {}
+        self._unquoted: dict[str, None] = {}
+        self._quoted: dict[str, None] = {}
+        #: the agent's last reply asked the person something (a short reply answers it)
+        self._agent_asked = False
+        self._last_statements = (0, 0)
+        self._hooks_block_commits = False
 
     # -- feeding ----------------------------------------------------------------------------
 
@@ -274,6 +333,8 @@ class SessionAnalyser:
                 and message.text and not message.tool_calls:
             if sum(len(t) for t in self._user_run_output) < 8_000:
                 self._user_run_output.append(self._clean(message.text)[:4_000])
+        if message.role == "system" and "hook id:" in message.text:
+            self._note_hooks(message.text)  # Aider's lint run after an edit
         if message.role == "user" and not message.tool_results and not message.is_sidechain \
                 and not message.is_meta and message.text:
             self._settle_user_command()
@@ -281,6 +342,7 @@ class SessionAnalyser:
         elif message.role == "assistant":
             self._assistant(message)
         for result in message.tool_results:
+            self._results_seen = True
             if still_running(result):
                 continue  # the final result follows (Codex logs the command's end later)
             call = self._pending.pop(result.call_id, None)
@@ -310,14 +372,39 @@ class SessionAnalyser:
             return
         if not found.is_request or found.request is None:
             return
+        commands, request = split_commands(found.request)
+        if commands:
+            self._flush_pending()  # the person typed again: the calls before are over
+        for command in commands:
+            if command.name == "undo":
+                self._undo()
+            elif command.name in ("run", "test") and command.args:
+                self._flush_pending()
+                self._start_user_command(command.args, message)
+        if not request:
+            return  # only commands (``/diff``, ``/undo``, ``/ex``): nothing was asked
         self._flush_pending()
-        text = self._clean(found.request)[:_REQUEST_CHARS]
+        text = self._clean(request)[:_REQUEST_CHARS]
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
+        asked, self._agent_asked = self._agent_asked, False
+        if _MENU_CHOICE.match(text):
+            self._count("answers")  # "B", "2)", "y": a pick from the agent's menu, not a task
+            return
         self._count("requests")
+        if _RETRACTION.match(text):
+            self._retract_last()
         statements, task = split_request(text)
+        if statements and ((asked and len(text.split()) <= 15) or _looks_pasted(request)):
+            # an answer to the agent's question ("Put into existing with conversation
+            # incremental.") or a pasted prompt's "Note:" lines: not the person's standing rules
+            keep = [s for s in statements if s.kind not in _RULE_KINDS]
+            task = " ".join([task, *(s.text for s in statements if s.kind in _RULE_KINDS)])
+            statements = keep
+        first_statement = len(self._statements)
         for statement in statements:
             self._add_statement(_Statement(statement.kind, statement.text, statement.subject,
                                            statement.replaces, statement.chosen, evidence))
+        self._last_statements = (first_statement, len(self._statements))
         if is_correction(text) and not any(s.kind is StatementKind.CORRECTION
                                            for s in statements):
             self._corrections.append(Request(text=shorten(text, 400), evidence=evidence))
@@ -337,6 +424,54 @@ class SessionAnalyser:
         self._replying_to = "request"
         self._final = None
 
+    def _workflow(self, command: str, failed: bool, output: str, has_result: bool) -> None:
+        """What the command shows of how the project works (tracker, ignored and quoted
+        paths): a few cheap checks, each bounded."""
+        if failed:
+            head = output[:20_000]
+            for path in ignored_paths(head) if "gitignore" in head else ():
+                if len(self._ignored) < 10:
+                    self._ignored.setdefault(path, None)
+            unexpanded = glob_failure(head) if "no matches found" in head else None
+            if unexpanded is not None and len(self._unquoted) < 10:
+                self._unquoted.setdefault(unexpanded, None)
+            return
+        if not has_result:
+            return
+        for path in [p for p in self._unquoted if f"'{p}'" in command or f'"{p}"' in command]:
+            del self._unquoted[path]
+            if len(self._quoted) < 10:
+                self._quoted.setdefault(path, None)
+        form = tracker_form(command) if command[:6].strip() else None
+        if form is not None and len(self._trackers) < 8:
+            self._trackers.setdefault(form, None)
+
+    def _note_hooks(self, output: str) -> bool:
+        """Remember the pre-commit-style hooks an output shows failing; whether it showed any."""
+        head = output[:20_000]
+        if _HOOK_ID.search(head) is None:
+            return bool(_HOOK_BLOCKED.search(head[:4_000]))
+        for match in _HOOK_STATUS.finditer(head):  # every hook the run listed, passed or not
+            if len(self._hooks) < 12:
+                self._hooks.setdefault(match.group(1).strip(), None)
+        return True
+
+    def _retract_last(self) -> None:
+        """"Scratch that" / "ignore what I said": the statements of the person's previous
+        message are withdrawn."""
+        start, end = self._last_statements
+        for statement in self._statements[start:end]:
+            if statement.superseded_by is None:
+                statement.superseded_by = "(withdrawn)"
+
+    def _undo(self) -> None:
+        """``/undo``: the last commit not yet undone is reverted."""
+        for index in range(len(self._commits) - 1, -1, -1):
+            commit = self._commits[index]
+            if not commit.undone:
+                self._commits[index] = commit.model_copy(update={"undone": True})
+                return
+
     def _start_user_command(self, command: str, message: Message) -> None:
         """A command the person ran (Aider ``/run``): its output comes as the next system
         records; it is settled at the next user text or at the end."""
@@ -354,8 +489,12 @@ class SessionAnalyser:
         self._user_run = None
         output = "\n".join(self._user_run_output)
         code = _RUN_EXIT.search(output)
-        failed = bool(code and code.group(1) != "0")
-        self._outcome(run, failed, output if failed else "", has_result=True)
+        verdict = (code.group(1) == "0") if code else output_verdict(output)
+        if verdict is None:
+            # neither an exit code nor a test/lint summary: whether it passed is not known
+            self._outcome(run, False, "", has_result=False)
+            return
+        self._outcome(run, not verdict, output if not verdict else "", has_result=True)
 
     def _add_request(self, request: Request) -> None:
         key = hashlib.blake2b(" ".join(request.text.lower().split())[:200].encode(),
@@ -393,11 +532,19 @@ class SessionAnalyser:
         if main and message.text.strip():
             text = message.text.strip()  # redacted whole in ``result``, then cut
             self._last_reply = text
+            self._agent_asked = _ASKS_BACK.search(text[-400:]) is not None
             if self._replying_to != "notification" and len(text) >= 200:
-                self._final = text
+                said = without_edits(text)  # an edit block is not a deliverable
+                self._final = said if len(said) >= 200 else None
         evidence: Evidence | None = None
         for call in message.tool_calls:
             self._count("tool_calls")
+            if call.name == "git_commit":
+                sha, note = call.input.get("sha"), call.input.get("message")
+                if isinstance(sha, str) and sha:
+                    self._commits.append(Commit(
+                        sha=sha[:12], message=self._clean(shorten(str(note or ""), 120)),
+                        evidence=Evidence(message_id=message.id, timestamp=message.timestamp)))
             if evidence is None:
                 evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
             facts = self._call_facts(call, evidence, message.is_sidechain)
@@ -414,6 +561,19 @@ class SessionAnalyser:
         raw = command_of(call)
         command: str | None = None
         info: CommandInfo | None = None
+        if raw is not None and call.kind is ToolKind.SHELL:
+            # an edit made through the shell (``bash -lc "applypatch <<'PATCH' …"``, a heredoc
+            # written to a file) is an edit of those files, not a project command
+            edited = shell_edits(raw, self.session.cwd if self.session else None)
+            if edited:
+                call = call.model_copy(update={
+                    "kind": ToolKind.EDIT, "file_paths": edited[:5],
+                    "input": {"patch": raw[:20_000]}})
+        elif raw is not None and call.kind in (ToolKind.EDIT, ToolKind.WRITE) \
+                and call.file_paths and "*** Begin Patch" in raw:
+            call = call.model_copy(update={"input": {**call.input, "patch": raw[:20_000]}})
+        if call.kind in (ToolKind.EDIT, ToolKind.WRITE) and call.file_paths:
+            raw = None  # the transcript marked it an edit with its paths (Codex's shell patch)
         if raw is not None:
             cached = self._command_cache.get(raw)
             if cached is None:
@@ -497,13 +657,29 @@ class SessionAnalyser:
                          has_result: bool) -> None:
         step = self._step
         step.commands += 1
+        self._workflow(call.command or info.main, failed, output, has_result)
         if info.category is CommandCategory.EXPLORE:
             self._count("exploration_commands")
             if failed:
                 self._count("exploration_failures")
+                return
+            if info.key in _SEARCH_COMMANDS:
+                step.searches += 1
+                return
+            read = shell_reads(call.command or "", self.session.cwd if self.session else None)
+            if read:  # ``sed -n 1,80p x.py``, ``cat a b``, ``nl -ba x``: reads of those files
+                step.reads += 1
+                for path in read:
+                    self._file(path, call, read=True)
             return
         if failed and info.key.split(" ", 1)[0] in _SEARCH_COMMANDS and not output.strip():
             return  # a search that found nothing
+        if failed and _BENIGN_EXIT.search(output[:2_000]):
+            failed = False  # ``git commit`` with nothing to commit: not an error
+        if failed and "hook" in output[:20_000]:
+            found = self._note_hooks(output)
+            if found and info.key == "git commit":
+                self._hooks_block_commits = True
         if info.is_project:
             self._record_command(info, info.main, failed, has_result, call.evidence)
             if has_result:
@@ -528,6 +704,7 @@ class SessionAnalyser:
                     keys += [k for k in self._open if k.startswith(prefix) and k != keys[0]]
                 for key in keys:
                     self._passed(key, part, info.main, call.evidence)
+                self._supersede(part, info.main, call.evidence)
 
     def _record_command(self, info: CommandInfo, command: str, failed: bool, has_result: bool,
                         evidence: Evidence) -> None:
@@ -554,15 +731,28 @@ class SessionAnalyser:
         self._count("failures")
         bucket = self._open.setdefault(key, {})
         signature = " ".join(check.split())
+        error = error_summary(output, 240)
+        error_signature = _error_signature(error)
         existing = bucket.get(signature)
         if existing is not None:
-            existing.count += 1
-            return
+            if existing.signature == error_signature:
+                existing.count += 1
+                existing.last_at = self._changes
+                return
+            # the same check now fails differently: the earlier error is gone, and what made
+            # it go is among the changes since its last occurrence (none: say nothing of it)
+            del bucket[signature]
+            self._open_count -= 1
+            changed = self._changes - existing.last_at
+            fix = self._credit(existing) if changed > 0 else None
+            if fix is not None:
+                self._keep(_Resolved(existing, "fixed", fix, max(changed - 1, 0), None, None))
         if len(bucket) >= self.limits.open_per_key or self._open_count >= self.limits.open_total:
             self._count("errors_dropped")
             return
-        bucket[signature] = _Failure(check, info, category, error_summary(output, 240),
-                                     evidence, self._changes, mentioned_files(output))
+        bucket[signature] = _Failure(check, info, category, error, evidence, self._changes,
+                                     mentioned_files(output), last_at=self._changes,
+                                     signature=error_signature)
         self._open_count += 1
 
     def _passed(self, key: str, info: CommandInfo | None, command: str,
@@ -575,17 +765,36 @@ class SessionAnalyser:
                 continue
             del bucket[signature]
             self._open_count -= 1
-            changed = self._changes - failure.changes_at
+            changed = self._changes - failure.last_at
             fix = self._credit(failure) if changed > 0 else None
             self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
                                  max(changed - 1, 0), command, evidence))
         if not bucket:
             del self._open[key]
 
+    def _supersede(self, info: CommandInfo, command: str, evidence: Evidence) -> None:
+        """Open failures of another command at the same goal that this run did whole (``npm
+        test`` failed, ``npx vitest run`` worked): resolved by this run, not still failing."""
+        if info.category not in _CHECKS or info.scope:
+            return
+        for key in [k for k in self._open if k.startswith(f"{info.category.value}:")]:
+            failures = self._open[key]
+            for signature, failure in list(failures.items()):
+                if failure.info is None or not info.same_goal(failure.info):
+                    continue
+                del failures[signature]
+                self._open_count -= 1
+                changed = self._changes - failure.last_at
+                fix = self._credit(failure) if changed > 0 else None
+                self._keep(_Resolved(failure, "fixed" if fix else "passed", fix,
+                                     max(changed - 1, 0), command, evidence))
+            if not failures:
+                del self._open[key]
+
     def _credit(self, failure: _Failure) -> _Change | None:
         """The change that fixed ``failure``: of the changes since it, the last one to a file
         its output named, else the last one to code (not docs or a changelog), else the last."""
-        since = [c for c in self._recent_changes if c.number > failure.changes_at]
+        since = [c for c in self._recent_changes if c.number > failure.last_at]
         if not since:
             return None
         named = [c for c in since if c.path.rsplit("/", 1)[-1] in failure.mentions]
@@ -600,7 +809,7 @@ class SessionAnalyser:
             self._count("errors_dropped")
         self._resolved.append(resolved)
 
-    def _file(self, path: str, call: _Call) -> None:
+    def _file(self, path: str, call: _Call, *, read: bool = False) -> None:
         stats = self._files.get(path)
         if stats is None:
             if len(self._files) >= self.limits.files:
@@ -608,7 +817,7 @@ class SessionAnalyser:
                 return
             stats = _File(first_seen=len(self._files))
             self._files[path] = stats
-        if call.kind is ToolKind.READ:
+        if read or call.kind is ToolKind.READ:
             stats.reads += 1
             return
         stats.edits += 1
@@ -638,6 +847,10 @@ class SessionAnalyser:
         when it was not known at the start)."""
         self._settle_user_command()
         session = session or self.session
+        # an agent that logs no results at all (Aider) logs a call once it is done
+        logs_results = self._results_seen or (session is not None and session.agent != "aider")
+        if not logs_results:
+            self._flush_pending()
         if session is not None:
             session = redact_session(session)  # its title is shortened below
         roots = [r.rstrip("/") for r in (
@@ -681,6 +894,7 @@ class SessionAnalyser:
                 failed_at=failure.evidence,
                 failures=failure.count,
                 status="still_failing",
+                changed_since=self._changes - failure.last_at,
             ))
         rules: list[Rule] = []
         decisions: list[Decision] = []
@@ -723,7 +937,8 @@ class SessionAnalyser:
                             commands=s.commands, edited=[self._clean(e) for e in s.edited],
                             edited_more=s.edited_more, failed=s.failed) for s in steps]
         in_progress = (
-            [self._describe(c, show) for c in self._turn_calls[-3:]] if self._turn_open else []
+            [self._describe(c, show) for c in self._turn_calls[-3:]]
+            if self._turn_open and logs_results else []
         )
         final = None
         if not self._turn_open and self._final is not None:
@@ -731,8 +946,8 @@ class SessionAnalyser:
         end = EndState(
             last_request=self._last_request[0] if self._last_request else None,
             last_request_at=self._last_request[1] if self._last_request else None,
-            last_reply=shorten(self._clean(self._last_reply)[:_REPLY_CHARS], 500)
-            if self._last_reply else None,
+            last_reply=shorten(self._clean(prose(self._last_reply))[:_REPLY_CHARS], 500)
+            if self._last_reply and prose(self._last_reply) else None,
             final_answer=final,
             in_progress=in_progress,
             last_check=self._clean(shorten(self._last_check[0], 200)) if self._last_check
@@ -763,6 +978,12 @@ class SessionAnalyser:
             errors=errors,
             files=files,
             worklog=worklog,
+            commits=list(self._commits),
+            hooks=[self._clean(h) for h in self._hooks],
+            hooks_block_commits=self._hooks_block_commits,
+            tracker_commands=[self._clean(t) for t in self._trackers],
+            ignored_paths=[show(p) for p in self._ignored],
+            quoted_paths=[show(p) for p in self._quoted],
             end=end,
             counts=summary,
         )
@@ -773,6 +994,16 @@ class SessionAnalyser:
         if call.paths:
             return f"{call.name} `{show(call.paths[0])}`"
         return call.name
+
+
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+(?:\.\d+)*|'[^']*'|\"[^\"]*\"", re.IGNORECASE)
+
+
+def _error_signature(error: str) -> str:
+    """What identifies an error across runs: its line without line numbers, addresses,
+    timings and quoted values (``main.py:487:16: F821 undefined name 'X'`` and the same at
+    another line are one error; a TypeError after an AttributeError is another)."""
+    return " ".join(_VOLATILE.sub("#", error.lower()).split())[:160]
 
 
 _PROSE_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
@@ -800,16 +1031,36 @@ def _supersedes(new: _Statement, old: _Statement) -> bool:
 def _title_of(task: str, asks: bool = True) -> str | None:
     """A title from a request: its first sentence that asks for something (``asks``; else its
     first line), chat framing dropped, at most twelve words."""
-    sentences = [p for p in _TITLE_SPLIT.split(task) if p.strip()]
+    sentences = [p for p in _TITLE_SPLIT.split(task) if p.strip()][:12]
     chosen = next((p for p in sentences if asks and _ASKS.search(p)), first_line(task, 400))
+    # a request that opens with the same instructions every time ("Work on bead rv-12. Run
+    # `bd show rv-12`. Please follow AGENTS.md…"): the first sentence that names the specific
+    # thing (an id, a path, code) says what this session is about
+    named = next((p for p in sentences[:6] if _specific(p)), None)
+    if named is not None and not _specific(chosen):
+        chosen = named
     words = plain_statement(first_line(chosen, 400), capitalise=False).split()
-    return shorten(" ".join(words[:12]), 100) or None
+    return shorten(" ".join(words[:12]), 100).rstrip(".") or None
 
 
 _TITLE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+#: what names one thing: an id (``rv-12``, ``ABC-123``, ``#42``), a path, code in backticks
+_SPECIFIC = re.compile(r"`[^`]{2,}`|#\d+\b|\b[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]*\d[A-Za-z0-9]*\b|"
+                       r"\b[\w-]+/[\w./-]+|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|rb|java|kt|md|"
+                       r"json|toml|ya?ml|sql|css|html|vue|svelte|sh)\b")
+#: files every session of a repo mentions (its agent instructions): nothing specific
+_BOILERPLATE_FILES = re.compile(r"\b(?:AGENTS|CLAUDE|GEMINI|README|CONTRIBUTING|CONVENTIONS)"
+                                r"\.md\b", re.IGNORECASE)
+
+
+def _specific(sentence: str) -> bool:
+    return _SPECIFIC.search(_BOILERPLATE_FILES.sub("", sentence)) is not None
+
+
 _ASKS = re.compile(
     r"\b(?:fix|add|implement|make|update|create|write|build|change|refactor|rename|remove|"
     r"delete|migrate|debug|investigate|set up|install|deploy|switch|move|port|upgrade|support|"
+    r"work on|continue|resolve|address|tackle|pick up|"
     r"please|can you|could you|let'?s|need|want|why|how)\b|\?",
     re.IGNORECASE,
 )

@@ -82,6 +82,23 @@ class CommandInfo:
         """A project entry point run whole (``make test``): it covers every check of its kind."""
         return self.check_key.endswith(":" + PROJECT) and not self.scope
 
+    @property
+    def ecosystem(self) -> str | None:
+        """The ecosystem the check runs in (``pnpm test`` and ``npx vitest run``: js), when it
+        can be told (``make test``: not)."""
+        _, _, ecosystem = self.check_key.partition(":")
+        if ecosystem != PROJECT:
+            return ecosystem or None
+        return _ENTRY_ECOSYSTEMS.get(self.key.split(" ", 1)[0])
+
+    def same_goal(self, other: CommandInfo) -> bool:
+        """A different command checking what ``other`` checked, the whole of it (``npx vitest
+        run`` after ``npm test``; ``uv run pytest`` after ``tox``): when it works, the failure
+        of ``other`` is superseded rather than still failing."""
+        return (self.category is other.category and self.category in _SCOPED
+                and not self.scope and self.key != other.key
+                and self.ecosystem is not None and self.ecosystem == other.ecosystem)
+
     def covers(self, other: CommandInfo) -> bool:
         """This run checks at least what ``other`` checked (same key, same or broader scope)."""
         if self.project_wide and self.category is other.category:
@@ -208,6 +225,9 @@ _NARROWING_WORDS = frozenset({"--lf", "--last-failed", "--only-failures", "--fai
 _ENTRY_POINTS = frozenset({"make", "just", "task", "npm", "pnpm", "yarn", "bun", "tox", "nox",
                            "rake", "./gradlew", "gradlew", "./mvnw"})
 PROJECT = "project"
+_ENTRY_ECOSYSTEMS = {**dict.fromkeys(("npm", "pnpm", "yarn", "bun"), "js"),
+                     **dict.fromkeys(("tox", "nox"), "python"), "rake": "ruby",
+                     **dict.fromkeys(("./gradlew", "gradlew", "./mvnw"), "jvm")}
 
 #: the ecosystem a check tool belongs to (a failure in one is not resolved by a pass in another)
 _ECOSYSTEMS: dict[str, str] = {
@@ -368,7 +388,8 @@ def _category_of(words: list[str]) -> tuple[CommandCategory, str, int]:
         return category, f"{tool} {sub}", index
     if tool.rsplit("/", 1)[-1] in _SCRIPT_RUNNERS:
         script = next((w for w in rest if not w.startswith("-")), "")
-        if not script or rest[:1] in (["-c"], ["-e"]):
+        if not script or rest[:1] in (["-c"], ["-e"]) or "-" in rest or script.startswith("<"):
+            # ``python -c …``, ``python - <<'EOF'``: a one-off script, not the project's
             return CommandCategory.EXPLORE, tool, 1
         name = script.rsplit("/", 1)[-1]
         if name == "manage.py":
@@ -383,6 +404,13 @@ def _category_of(words: list[str]) -> tuple[CommandCategory, str, int]:
 
 def _script_category(name: str) -> CommandCategory:
     lowered = name.lower()
+    # what a compound name checks decides, not its first word (``check-types`` is a type
+    # check, ``check:lint`` a lint, ``test:types`` a type check)
+    for part, category in (("type", CommandCategory.TYPECHECK), ("tsc", CommandCategory.TYPECHECK),
+                           ("lint", CommandCategory.LINT), ("format", CommandCategory.FORMAT),
+                           ("fmt", CommandCategory.FORMAT), ("prettier", CommandCategory.FORMAT)):
+        if part in lowered and lowered != part:
+            return category
     for prefix, category in (
         ("test", CommandCategory.TEST), ("spec", CommandCategory.TEST),
         ("e2e", CommandCategory.TEST), ("check", CommandCategory.TEST),
@@ -433,12 +461,12 @@ def analyse_command(command: str) -> CommandInfo:
     that does not just look around; its ``main`` form keeps ``cd`` and the other real commands
     (``cd web && pnpm test``, ``ruff check . && mypy billing``) and drops the looking around
     (``rm package-lock.json && pnpm install`` → ``pnpm install``)."""
-    text = command.strip()
+    text = _without_heredoc_bodies(_CONTINUATION.sub(" ", command.strip()))
     chosen: tuple[str, list[str]] | None = None
     first: tuple[str, list[str]] | None = None
     kept: list[str] = []
     for part in _segments(text[:2_000]):
-        words = _python_module(_strip_prefixes(_tokens(part)))
+        words = _filters_last(_python_module(_strip_prefixes(_tokens(part))))
         if not words:
             continue
         if first is None:
@@ -471,6 +499,55 @@ def analyse_command(command: str) -> CommandInfo:
         category = CommandCategory.OTHER  # ``pnpm add swr``: a one-off dependency change
     return CommandInfo(main, category, key, _scope(category, words[start:]), check_key, chain,
                        adds)
+
+
+_CONTINUATION = re.compile(r"[ \t]*\\\r?\n[ \t]*")
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][\w-]*)\1")
+
+
+def _without_heredoc_bodies(text: str) -> str:
+    """``text`` with the bodies of its heredocs removed (``python - <<'EOF'`` … ``EOF``): their
+    lines are input, not commands."""
+    if "<<" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    ending: list[str] = []
+    for line in lines:
+        if ending:
+            if line.strip() == ending[0]:
+                ending.pop(0)
+            continue
+        out.append(line)
+        ending = [m.group(2) for m in _HEREDOC.finditer(line)]
+    return "\n".join(out)
+
+
+#: a JS package manager's workspace selection (``pnpm --filter web lint``, ``pnpm -F api test``,
+#: ``npm -w web run build``): it says where, not what, so it goes after the script
+_FILTER_FLAGS = frozenset({"--filter", "-F", "--workspace", "-w", "--dir", "-C", "--prefix",
+                           "--cwd"})
+
+
+def _filters_last(words: list[str]) -> list[str]:
+    if len(words) < 3 or words[0] not in ("pnpm", "npm", "yarn", "bun"):
+        return words
+    head, moved = [words[0]], []
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word in _FILTER_FLAGS and index + 1 < len(words):
+            moved += ["--filter", words[index + 1]] if word in ("-F", "--filter") \
+                else [word, words[index + 1]]
+            index += 2
+            continue
+        if word.startswith(("--filter=", "--workspace=")):
+            moved.append(word)
+            index += 1
+            continue
+        head.append(word)
+        index += 1
+    return head + moved if moved else words
 
 
 def _adds_a_package(key: str, args: list[str]) -> bool:

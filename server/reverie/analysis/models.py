@@ -112,6 +112,17 @@ class ErrorFix(_Model):
     #: the passing command that proved it (same or broader check)
     proved_by: str | None = None
     proved_at: Evidence | None = None
+    #: changes made after its last failure (``still_failing``): it was not re-run since them
+    changed_since: int = 0
+
+
+class Commit(_Model):
+    """A commit the agent made (Aider commits every edit), and whether ``/undo`` reverted it."""
+
+    sha: str
+    message: str
+    evidence: Evidence
+    undone: bool = False
 
 
 class FileActivity(_Model):
@@ -176,6 +187,8 @@ class Summarised(_Model):
     #: tool calls the user rejected
     rejected: int = 0
     notifications: int = 0
+    #: bare picks from the agent's menu ("B", "2"): answers, not requests
+    answers: int = 0
     redactions: int = 0
     sidechain_messages: int = 0
 
@@ -198,6 +211,18 @@ class SessionAnalysis(_Model):
     errors: list[ErrorFix] = Field(default_factory=list)
     files: list[FileActivity] = Field(default_factory=list)
     worklog: list[WorkStep] = Field(default_factory=list)
+    #: commits made in the session, oldest first (bounded; see ``Limits.commits``)
+    commits: list[Commit] = Field(default_factory=list)
+    #: pre-commit-style hooks seen failing (``- hook id: flake8``), in order of appearance
+    hooks: list[str] = Field(default_factory=list)
+    #: a ``git commit`` failed on such a hook (the hooks block commits)
+    hooks_block_commits: bool = False
+    #: the issue-tracker commands that worked, ids as ``<id>`` (``bd show <id>``)
+    tracker_commands: list[str] = Field(default_factory=list)
+    #: paths ``git add`` refused as gitignored
+    ignored_paths: list[str] = Field(default_factory=list)
+    #: paths that failed unquoted (zsh: "no matches found") and worked quoted
+    quoted_paths: list[str] = Field(default_factory=list)
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

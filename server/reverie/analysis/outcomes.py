@@ -145,15 +145,23 @@ _STRONG_ERROR = re.compile(
 #: Go's summary of a package that did not compile, and a compiler's ``file:line:col: message``
 _BUILD_FAILED = re.compile(r"^FAIL\s+\S+\s+\[(?:build|setup) failed\]")
 _DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w+:\d+(?::\d+)?: \S", re.MULTILINE)
-_PATH_TOKEN = re.compile(r"[\w./-]*[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
-                         r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
+#: a source file's extension right after a name character; the name is then read leftwards
+#: (a pattern that starts with ``[\w./-]*`` retries from every character of a long line)
+_PATH_END = re.compile(r"(?<=[\w-])\.(?:py|ts|tsx|js|jsx|mjs|rs|go|rb|ex|exs|java|kt|cs|"
+                       r"php|swift|c|cc|cpp|h|hpp|vue|svelte|toml|json|ya?ml|sql)\b")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
 
 
 def mentioned_files(output: str, limit: int = 20) -> frozenset[str]:
     """Base names of the source files a failure's output names (head and tail only)."""
     names: list[str] = []
-    for match in _PATH_TOKEN.finditer(_sample(output)):
-        names.append(match.group(0).rsplit("/", 1)[-1])
+    text = _sample(output)
+    for match in _PATH_END.finditer(text):
+        start = match.start()
+        while start > 0 and start > match.start() - 300 and (
+                text[start - 1] in _NAME_CHARS or text[start - 1].isalnum()):
+            start -= 1
+        names.append(text[start:match.end()].rsplit("/", 1)[-1])
         if len(names) >= limit:
             break
     return frozenset(names)
@@ -228,4 +236,50 @@ def edit_essence(call: ToolCall, symbols: list[str]) -> str | None:
     if new and not old:
         line = first_line(new[0], 60)
         return f"wrote `{line}`" if line else None
+    return None
+
+
+_FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_EDIT_BLOCK = re.compile(r"^<{5,9} SEARCH.*?^>{5,9} REPLACE[^\n]*$", re.MULTILINE | re.DOTALL)
+_THINKING = re.compile(r"<(thinking[\w-]*)[^>]*>.*?</\1>", re.DOTALL)
+_UNCLOSED = re.compile(r"^(```|~~~).*\Z|<thinking[\w-]*[^>]*>.*\Z", re.MULTILINE | re.DOTALL)
+
+
+_EDIT_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(?:(?!^\1).)*?^<{5,9} SEARCH.*?^\1[^\n]*$",
+                         re.MULTILINE | re.DOTALL)
+
+
+def without_edits(text: str) -> str:
+    """A reply without its edit blocks (Aider's SEARCH/REPLACE, fenced or not) and
+    ``<thinking…>`` sections: what is left is what the agent answered."""
+    if "<<<<" not in text and "<thinking" not in text:
+        return text
+    out = _EDIT_BLOCK.sub("", _EDIT_FENCE.sub("", text[:20_000]))
+    return _THINKING.sub("", out).strip()
+
+
+def prose(text: str) -> str:
+    """A reply without its code: fenced blocks, SEARCH/REPLACE edit blocks and
+    ``<thinking…>`` sections removed (what "Last reply" quotes is what the agent said)."""
+    if "```" not in text and "~~~" not in text and "<<<<" not in text and "<thinking" not in text:
+        return text
+    out = _THINKING.sub("", _EDIT_BLOCK.sub("", _FENCED.sub("", text[:20_000])))
+    return _UNCLOSED.sub("", out).strip()
+
+
+_TEST_FAILED = re.compile(r"\b\d+ (?:failed|errors?)\b|^FAILED\b|^FAIL\b|\bTests?:\s+\d+ failed"
+                          r"|\.{3,}\s*Failed\b|^--- FAIL", re.MULTILINE)
+_TEST_PASSED = re.compile(r"\b\d+ passed\b|^ok\s|^PASS\b|\bTests?:\s+\d+ passed"
+                          r"|\.{3,}\s*Passed\b|\bAll checks passed\b|\bno issues found\b"
+                          r"|^Found 0 errors\b", re.MULTILINE)
+
+
+def output_verdict(output: str) -> bool | None:
+    """Whether a run passed, read from its output when no exit code was logged: a test or
+    hook summary that reports failures (False) or only passes (True); else ``None``."""
+    sample = _sample(output)
+    if _TEST_FAILED.search(sample):
+        return False
+    if _TEST_PASSED.search(sample):
+        return True
     return None

@@ -181,6 +181,7 @@ _TASK_START = re.compile(
     r"^(?:please\s+|now\s*[:,]?\s*|then\s+|and\s+|also\s+)?(?:fix|add|implement|make|update|"
     r"create|write|build|change|refactor|rename|remove|delete|migrate|debug|investigate|look|"
     r"check|run|test|show|explain|find|move|switch|set|get|start|do|finish|install|deploy|try|"
+    r"mock|pass|print|call|catch|raise|import|return|handle|replace|wrap|patch|"
     r"can you|could you|let'?s)\b",
 )
 _AVOIDED = re.compile(
@@ -324,7 +325,44 @@ def split_request(request: str) -> tuple[list[Statement], str]:
         if found is not None:
             out.append(found)
         previous = found
-    return out, " ".join(task)
+    return _standing_only(out, task)
+
+
+#: what makes an instruction standing rather than a step of the task at hand
+_STANDING = re.compile(
+    r"\b(?:always|never|from now on|going forward|in the future|from here on|every time|"
+    r"each time|whenever|remember|at all times|under no circumstances|ever|no more|any more|"
+    r"anymore|in (?:this|the|our) (?:repo|repository|project|codebase)|as a rule|in general)\b")
+#: a sentence that leans on the conversation for what it is about ("It's just separate
+#: phase1.", "Put them into the existing one.")
+_ANAPHORA = re.compile(r"^(?:(?:and|but|so|also|then|no|ok|okay)[,\s]+)?"
+                       r"(?:it|it'?s|this|that|that'?s|they|them|these|those|there)\b", re.I)
+#: "those tests", "these files", "that function": what it is about is in the chat
+_DEMONSTRATIVE = re.compile(r"\b(?:those|these|that|this)\s+(?:new\s+)?(?:tests?|files?|functions?|"
+                            r"methods?|changes?|ones?|lines?|classes?|calls?|parts?|bits?)\b", re.I)
+#: "don't modify `send_with_retries`": leave one named thing alone, for the task at hand
+_HANDS_OFF = re.compile(r"\b(?:don'?t|do not|never)\s+(?:modify|change|touch|edit|remove|delete|"
+                        r"rename|replace|move|refactor)\b.*(?:`[^`]+`|\w/\w|\w\.\w{1,4}\b)", re.I)
+
+
+def _standing_only(statements: list[Statement], task: list[str]) -> tuple[list[Statement], str]:
+    """Keep the statements that stand on their own as rules. A bare "don't …" said next to a
+    task ("add the tree context cache. don't replace the tree cache.") constrains that task;
+    a sentence that starts with a pronoun needs the chat around it. Both go back to the task."""
+    has_task = any(len(t.split()) >= 3 for t in task)
+    kept: list[Statement] = []
+    for statement in statements:
+        low = statement.text.lower()
+        weak = statement.kind in (StatementKind.RULE, StatementKind.CORRECTION) \
+            and not _STANDING.search(low)
+        leaning = statement.kind in (*_RULE_LIKE, StatementKind.CORRECTION) and (
+            _ANAPHORA.match(low) is not None or _DEMONSTRATIVE.search(low) is not None)
+        hands_off = weak and _HANDS_OFF.search(statement.text) is not None
+        if (weak and has_task) or leaning or hands_off:
+            task.append(statement.text)
+            continue
+        kept.append(statement)
+    return kept, " ".join(task)
 
 
 #: a literal each pattern's every match contains (a substring test is far cheaper than a

@@ -2,8 +2,10 @@
 
 ``reverie lock [--workspace DIR] [--json]``. ``--json`` prints ``{"memory_dir", "lock_path",
 "holder_pid", "holder_alive", "last_consolidated_at", "hours_since", "sessions_since",
-"next_gate"}``. It only reads: a lock or an apply journal a killed run left is reported (the
-holder shows as dead) and recovered by the next dream or the language server, never here.
+"next_gate", "spend"}`` (``spend``: the cost governor's tokens and dollars today and this
+month, and the caps, ``reverie.llm.budget``). It only reads: a lock or an apply journal a
+killed run left is reported (the holder shows as dead) and recovered by the next dream or the
+language server, never here.
 ``next_gate`` follows the dream's gate order; the scan throttle lives in a running server, so
 the CLI never reports it.
 """
@@ -35,8 +37,13 @@ def run(args: argparse.Namespace) -> int:
                                     current_session_id=current_session_id(settings, workspace))
     except UserError as exc:
         return fail(str(exc))
+    from reverie.llm.budget import spend
+
+    spent = spend(settings)
     if args.json:
-        print(json.dumps(status.model_dump(), indent=2))
+        # "spend" (the cost governor's ledger: tokens and dollars today / this month against
+        # the caps) is added beside the lock's own keys, which stay as they were
+        print(json.dumps({**status.model_dump(), "spend": spent.as_json()}, indent=2))
         return 0
     print(f"memory dir:         {status.memory_dir}")
     print(f"lock:               {status.lock_path}")
@@ -47,4 +54,5 @@ def run(args: argparse.Namespace) -> int:
           + (f" ({status.hours_since:.1f} h ago)" if status.hours_since is not None else ""))
     print(f"sessions since:     {status.sessions_since}")
     print(f"next gate:          {status.next_gate}")
+    print(f"model spend:        {spent.summary()}")
     return 0

@@ -24,6 +24,7 @@ from reverie.curation.topics import (
     command_slot,
     fix_slot,
     humanise,
+    parse_fact,
     slug,
 )
 from reverie.memory.dates import normalise_dates
@@ -212,6 +213,11 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
     dependency installed, or a different command that worked."""
     if error.status == "still_failing" or error.category in ("explore", "vcs"):
         return None
+    if error.status == "fixed" and not error.proved_by and error.fix is not None and not (
+            error.fix.command or (error.fix.essence and not error.other_changes)):
+        # the error went away and the next run failed differently: memory keeps that fix only
+        # when it is one clear change (``uv add psycopg``, one edit with its essence)
+        return None
     check = clean(error.check)
     proof = clean(error.proved_by) if error.proved_by else ""
     installed = _installed_between(error, analysis) if error.status == "passed" else ""
@@ -229,6 +235,10 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
         if proof:
             text += f"; verified by {code(proof)}"
     elif error.status == "fixed" and error.fix is not None:
+        if not error.fix.essence and (error.other_changes or not proof):
+            # "fixed by changing x.py" after several edits, or without a passing run: which
+            # change did it is not known, and the rest says nothing an agent can use
+            return None
         change = f"`{clean(error.fix.path)}`"
         essence = clean(error.fix.essence) if error.fix.essence else ""
         text += f"; fixed by changing {change}" + (f" ({essence})" if essence else "")
@@ -290,7 +300,47 @@ def session_facts(analysis: SessionAnalysis, anchor: datetime | None = None) -> 
     for error in analysis.errors:
         if fact := _fix_fact(error, analysis, when):
             facts.append(fact)
+    if fact := _hooks_fact(analysis, when):
+        facts.append(fact)
+    facts.extend(_workflow_facts(analysis, when))
     return facts
+
+
+def _as_fact(text: str, analysis: SessionAnalysis, when: datetime) -> Fact:
+    """A fact the session's commands showed, read back as a topic file would read it (so the
+    next run finds the same slot and subject)."""
+    fact = parse_fact(text, topic="")
+    fact.at, fact.first, fact.user = when, when.date(), False
+    fact.session, fact.sources = analysis.session_id, [analysis.session_id]
+    return fact
+
+
+def _workflow_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:
+    """The issue tracker in use, gitignored paths, paths the shell needs quoted."""
+    facts: list[Fact] = []
+    if analysis.tracker_commands:
+        tool = analysis.tracker_commands[0].split()[0]
+        forms = ", ".join(f"`{clean(t)}`" for t in analysis.tracker_commands[:4])
+        facts.append(_as_fact(f"Issues are tracked with `{tool}`: {forms}.", analysis, when))
+    for path in analysis.ignored_paths[:3]:
+        facts.append(_as_fact(f"`{clean(path)}` is gitignored: `git add` refuses it.",
+                              analysis, when))
+    for path in analysis.quoted_paths[:3]:
+        facts.append(_as_fact(f"Quote `{clean(path)}` in shell commands: unquoted, the shell "
+                              "expands its brackets and finds no match.", analysis, when))
+    return facts
+
+
+def _hooks_fact(analysis: SessionAnalysis, when: datetime) -> Fact | None:
+    """The checks that run as pre-commit hooks, seen failing in the session's own output
+    (``- hook id: flake8``): they gate every commit, so an agent should run them first."""
+    if not analysis.hooks:
+        return None
+    names = ", ".join(f"`{clean(h)}`" for h in analysis.hooks[:6])
+    text = f"Pre-commit hooks check the code: {names}"
+    if analysis.hooks_block_commits:
+        text += "; a failing hook blocks `git commit`"
+    return _as_fact(text + ".", analysis, when)
 
 
 def _correction_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:

@@ -2,9 +2,10 @@
 
 Order and skip-reason strings are a contract (they reach the editor and the CLI JSON):
 ``disabled``, ``subagent``, ``remote_mode``, ``auto_memory_disabled``, ``time_gate``,
-``scan_throttle``, ``session_gate``; the runner adds ``lock_busy``, ``no_daily_log_entries`` and
-``missing_llm_client``. A manual dream passes only the sub-agent gate: it bypasses the scheduling
-gates (enabled, remote, auto-memory, time, throttle, sessions) and shares everything else.
+``scan_throttle``, ``session_gate``; the runner adds ``lock_busy``, ``no_daily_log_entries``,
+``missing_llm_client`` and ``over_budget`` (the cost governor's cap, ``llm/budget.py``). A
+manual dream passes only the sub-agent gate: it bypasses the scheduling gates (enabled, remote,
+auto-memory, time, throttle, sessions) and shares everything else.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SkipReason = Literal[
     "lock_busy",
     "no_daily_log_entries",
     "missing_llm_client",
+    "over_budget",
 ]
 
 

@@ -31,6 +31,7 @@ from reverie.dream.daily_log import (
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
 from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.prompts import SYSTEM, build_brief
+from reverie.dream.skips import describe_skip
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToolsUnsupportedError
 from reverie.llm.types import ChatMessage, ModelClient, ModelReply, ProgressCallback, ToolSpec
@@ -216,6 +217,7 @@ class DreamRunner:
               **payload: Any) -> DreamResult:
         result.skipped_reason = reason
         self._emit("skipped", f"dream skipped: {reason}", reason=reason, manual=manual,
+                   reason_text=describe_skip(reason, payload),
                    duration_ms=result.elapsed_ms(),
                    memory_dir=result.memory_dir, sessions_reviewed=result.sessions_reviewed,
                    **payload)
@@ -300,7 +302,11 @@ class DreamRunner:
         try:
             client = self.client_factory(settings, "dream")
         except LLMConfigError as exc:
-            return self._skip(result, "missing_llm_client", manual, detail=str(exc))
+            from reverie.llm.budget import BudgetExceeded
+
+            why: SkipReason = ("over_budget" if isinstance(exc, BudgetExceeded)
+                               else "missing_llm_client")
+            return self._skip(result, why, manual, detail=str(exc))
         try:
             return await self._consolidate(request, paths, memory_dir, refs, scan, client,
                                            result)

@@ -151,7 +151,9 @@ def provider_choices(configured_cli: str | None, api_key_set: bool,
                   f"{plans[provider]}.")
         if found is None:
             detail = f"Not found on PATH (npm install -g {spec.package}). " + detail
-        choices.append(ProviderChoice(id=provider, label=f"{spec.label} CLI",
+        # "Gemini CLI" is already a CLI's name: no "Gemini CLI CLI"
+        label = spec.label if spec.label.endswith(" CLI") else f"{spec.label} CLI"
+        choices.append(ProviderChoice(id=provider, label=label,
                                       available=found is not None, detail=detail, path=found))
     return choices
 

@@ -8,6 +8,7 @@ from typing import Literal
 from reverie.config import CLI_PROVIDERS, Settings
 from reverie.llm import anthropic, openai
 from reverie.llm.anthropic import AnthropicClient
+from reverie.llm.budget import check_budget, metered
 from reverie.llm.capabilities import store_for
 from reverie.llm.cli_agent import SPECS, CliAgentClient, find_binary, workdir_for
 from reverie.llm.errors import LLMConfigError
@@ -22,9 +23,15 @@ Job = Literal["session_memory", "dream", "sleep"]
 
 def make_client(settings: Settings, job: Job) -> ModelClient:
     """The client for ``job``: offline by default; raises ``LLMConfigError`` when a hosted
-    provider has no key (an OpenAI-compatible ``REVERIE_BASE_URL``, e.g. Ollama, needs none)."""
+    provider has no key (an OpenAI-compatible ``REVERIE_BASE_URL``, e.g. Ollama, needs none),
+    ``BudgetExceeded`` when the job would pass a spending cap. Model clients are metered."""
     if settings.provider == "offline":
         return OfflineClient()
+    check_budget(settings, job)
+    return metered(_make_model_client(settings, job), settings, job)
+
+
+def _make_model_client(settings: Settings, job: Job) -> ModelClient:
     if settings.provider in CLI_PROVIDERS:
         spec = SPECS[settings.provider]
         binary = find_binary(spec, settings.cli_path)

@@ -140,6 +140,7 @@ async def auto_dream_if_due(tracker: WorkspaceContext) -> Job | None:
     at most once per ``dreamScanIntervalSeconds`` per memory dir, runs in a worker thread.
     """
     from reverie.dream.gates import cheap_gate, time_gate
+    from reverie.dream.skips import describe_skip
     from reverie.memory.lock import ConsolidationLock
 
     server = tracker.server
@@ -149,6 +150,10 @@ async def auto_dream_if_due(tracker: WorkspaceContext) -> Job | None:
     if server.jobs.running_with_key(tracker.dream_key()) is not None:
         return None
     memory_dir = tracker.memory_dir
+    from reverie.services.review import has_pending_review
+
+    if await asyncio.to_thread(has_pending_review, memory_dir):
+        return None  # a staged change set waits for a person: no second one on top of it
     last = ConsolidationLock(memory_dir).last_consolidated_at()
     hours = (datetime.now(UTC) - last).total_seconds() / 3600 if last else None
     if not time_gate(hours, s):
@@ -167,6 +172,9 @@ async def auto_dream_if_due(tracker: WorkspaceContext) -> Job | None:
                 message=f"dream skipped: session_gate ({sessions} of {s.dream_min_sessions})",
                 payload={
                     "reason": "session_gate",
+                    "reason_text": describe_skip(
+                        "session_gate", {"sessions": sessions, "needed": s.dream_min_sessions}
+                    ),
                     "sessions": sessions,
                     "needed": s.dream_min_sessions,
                     "memory_dir": str(memory_dir),
@@ -187,6 +195,7 @@ def start_dream(
 
     async def body(job: Job) -> JobResult:
         from reverie.dream.runner import DreamRequest, DreamRunner
+        from reverie.dream.skips import describe_skip
 
         runner = DreamRunner(
             tracker.settings,
@@ -204,16 +213,36 @@ def start_dream(
             # the session gate leaves the live session out; a manual dream reviews it too
             current_session_id=current.session_id if current and not manual else None,
         )
-        try:
-            result = await runner.run(request)
-        finally:
-            tracker.lock_changed()
+        from reverie.services.review import stage_dream, wants_review
+
+        if wants_review(tracker.settings) and not logs_mode:
+            # review before apply: the dream writes a shadow copy; memory changes on accept
+            review, staged = await stage_dream(
+                tracker.settings, tracker.folder, manual=manual, extra=extra_context or "",
+                events=server.jobs.sink_for(job), current_session_id=request.current_session_id,
+                runner_options={"throttle": _RunnerThrottle(), "run": server.dream_job_call,
+                                "abort": server.abort_dream_job})
+            if review is not None:
+                files = [c.path for c in review.changes]
+                return JobResult(
+                    "complete",
+                    f"staged {len(files)} change{'s' if len(files) != 1 else ''} for review",
+                    {**staged.as_json(), "review_id": review.review_id, "review_files": files,
+                     "files_touched": []},  # nothing applied yet
+                )
+            result = staged
+        else:
+            try:
+                result = await runner.run(request)
+            finally:
+                tracker.lock_changed()
         payload = result.as_json()
         if result.skipped_reason:
+            reason_text = describe_skip(result.skipped_reason, payload)
             return JobResult(
                 "skipped",
                 f"dream skipped: {result.skipped_reason}",
-                {"reason": result.skipped_reason, **payload},
+                {"reason": result.skipped_reason, "reason_text": reason_text, **payload},
             )
         if result.error:
             return JobResult(

@@ -30,14 +30,16 @@ SENT: tuple[type[BaseModel], ...] = (
     p.JobStarted, p.StatusResult, p.SessionsResult, p.SessionNotesResult, p.HistoryResult,
     p.UndoResult, p.LockStatusResult, p.CancelJobResult, p.ConnectAgentResult,
     p.ConnectionsResult, p.ProvidersResult, p.ModelTestResult, p.MemorySaved,
-    p.SessionNotesUpdated, p.JobEventPayload,
+    p.SessionNotesUpdated, p.JobEventPayload, p.CurateResult, p.ReviewsResult,
+    p.ReviewOutcomeResult,
 )
 #: payloads the client sends (command arguments, ``reverie/appendMessages``): defaults optional
 RECEIVED: tuple[type[BaseModel], ...] = (
     p.StatusArgs, p.ListSessionsArgs, p.SessionArgs, p.DreamArgs, p.SleepArgs, p.LockStatusArgs,
     p.HistoryArgs, p.UndoArgs, p.CancelJobArgs, p.ConnectAgentArgs, p.DisconnectAgentArgs,
-    p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams,
-    p.CheckMemoryArgs, p.FactArgs, p.OpenAnchorArgs,
+    p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams, p.CurateArgs,
+    p.ReviewsArgs, p.ApplyReviewArgs, p.DiscardReviewArgs, p.CheckMemoryArgs, p.FactArgs,
+    p.OpenAnchorArgs,
 )
 
 HEADER = (

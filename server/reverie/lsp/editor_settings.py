@@ -258,12 +258,42 @@ SETTINGS: dict[str, EditorSetting] = {
     "session_memory_max_turns": EditorSetting(
         "notes", "Maximum model turns per notes update.", minimum=1
     ),
+    "daily_token_cap": EditorSetting(
+        "model",
+        "Cost governor: most tokens model-backed jobs (notes, dreams, sleep) may use per UTC "
+        "day; a job that would pass it does not start and says so. 0: no cap.",
+        minimum=0,
+    ),
+    "monthly_token_cap": EditorSetting(
+        "model", "Cost governor: most tokens per calendar month (UTC). 0: no cap.", minimum=0
+    ),
+    "daily_cost_cap": EditorSetting(
+        "model",
+        "Cost governor: most dollars per UTC day, where the price is known (`reverie.prices`, "
+        "or the cost a coding-agent CLI reports). 0: no cap.",
+        minimum=0,
+    ),
+    "monthly_cost_cap": EditorSetting(
+        "model", "Cost governor: most dollars per calendar month, where the price is known. "
+        "0: no cap.", minimum=0
+    ),
     # dreams
     "dream_enabled": EditorSetting(
         "dreams", "Consolidate sessions into memory automatically when the gates pass."
     ),
     "dream_min_hours": EditorSetting(
         "dreams", "Hours since the last dream before an automatic dream (gate).", minimum=0
+    ),
+    "dream_review": EditorSetting(
+        "dreams",
+        "Review before apply: a dream stages its changes and memory changes only once you "
+        "accept them (all, some, or discard). `auto`: review dreams that use a model, apply "
+        "the offline engine's at once.",
+        enum_descriptions=(
+            "Review model-backed dreams; apply the offline engine's at once.",
+            "Review every dream.",
+            "Apply every dream at once (undo stays available).",
+        ),
     ),
     "dream_min_sessions": EditorSetting(
         "dreams",

@@ -20,9 +20,12 @@ from pygls.uris import to_fs_path
 
 from reverie.errors import UserError
 from reverie.lsp import connections as agent_connections
+from reverie.lsp import curation as entry_curation
+from reverie.lsp import review as staged_reviews
 from reverie.lsp import staleness
 from reverie.lsp.protocol import (
     AppendMessagesParams,
+    ApplyReviewArgs,
     Args,
     CancelJobArgs,
     CancelJobResult,
@@ -32,6 +35,8 @@ from reverie.lsp.protocol import (
     ConnectAgentResult,
     ConnectionsArgs,
     ConnectionsResult,
+    CurateArgs,
+    DiscardReviewArgs,
     DisconnectAgentArgs,
     DreamArgs,
     FactArgs,
@@ -45,8 +50,10 @@ from reverie.lsp.protocol import (
     ProviderInfo,
     ProvidersArgs,
     ProvidersResult,
+    ReviewsArgs,
     SessionArgs,
     SleepArgs,
+    SpendInfo,
     StatusArgs,
     UndoArgs,
     Wire,
@@ -216,6 +223,13 @@ async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     parse_args(StatusArgs, args)
     await ls.wait_ready()
     result = ls.status()
+    try:
+        from reverie.llm.budget import spend
+
+        spent = await asyncio.to_thread(spend, ls.settings)
+        result.spend = SpendInfo(**spent.as_json(), summary=spent.summary())
+    except OSError as exc:  # status must answer even so
+        logger.warning("model spend: %s", exc)
     for tracker in list(ls.trackers.values()):
         try:
             result.connections.append(await agent_connections.summary(tracker))
@@ -369,6 +383,27 @@ def code_action(ls: ReverieLanguageServer,
     return staleness.code_actions(params) or None
 
 
+async def curate(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """Forget, pin, unpin, edit or move one memory entry (a recorded, undoable run)."""
+    a = parse_args(CurateArgs, args)
+    return await _call(entry_curation.curate_entry(ls, await _tracker(ls, a), a))
+
+
+async def reviews(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ReviewsArgs, args)
+    return await _call(staged_reviews.reviews(await _tracker(ls, a), a))
+
+
+async def apply_review(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(ApplyReviewArgs, args)
+    return await _call(staged_reviews.apply_review(ls, await _tracker(ls, a), a))
+
+
+async def discard_review(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    a = parse_args(DiscardReviewArgs, args)
+    return await _call(staged_reviews.discard_review(await _tracker(ls, a), a))
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -385,6 +420,10 @@ COMMANDS = {
     Commands.CONNECTIONS: connections,
     Commands.TEST_MODEL: test_model,
     Commands.PROVIDERS: providers,
+    Commands.CURATE: curate,
+    Commands.REVIEWS: reviews,
+    Commands.APPLY_REVIEW: apply_review,
+    Commands.DISCARD_REVIEW: discard_review,
     Commands.CHECK_MEMORY: check_memory,
     Commands.RETIRE_FACT: retire_fact,
     Commands.KEEP_FACT: keep_fact,

@@ -44,6 +44,10 @@ class Commands:
     CONNECTIONS = "reverie.server.connections"
     TEST_MODEL = "reverie.server.testModel"
     PROVIDERS = "reverie.server.providers"
+    CURATE = "reverie.server.curate"
+    REVIEWS = "reverie.server.reviews"
+    APPLY_REVIEW = "reverie.server.applyReview"
+    DISCARD_REVIEW = "reverie.server.discardReview"
     #: the memory checked against the code: exactly ``reverie check --json``
     CHECK_MEMORY = "reverie.server.checkMemory"
     RETIRE_FACT = "reverie.server.retireFact"
@@ -66,6 +70,10 @@ class Commands:
         CONNECTIONS,
         TEST_MODEL,
         PROVIDERS,
+        CURATE,
+        REVIEWS,
+        APPLY_REVIEW,
+        DISCARD_REVIEW,
         CHECK_MEMORY,
         RETIRE_FACT,
         KEEP_FACT,
@@ -200,6 +208,37 @@ class UndoArgs(Args):
     redo: bool = False
 
 
+class CurateArgs(Args):
+    """``curate``: forget, pin, unpin, edit or move one entry of the memory."""
+
+    action: Literal["forget", "pin", "unpin", "edit", "move"]
+    #: ``FILE:LINE`` (1-based, ``MEMORY.md:3``) or a piece of the entry's text
+    entry: str = Field(min_length=1, max_length=4000)
+    #: the line's text as the editor showed it: refused when the file changed since
+    expect: str | None = Field(default=None, max_length=100_000)
+    #: ``edit``: the entry's new text (one line)
+    new_text: str | None = Field(default=None, max_length=100_000)
+    #: ``move``: the topic file the entry moves to
+    to_file: str | None = Field(default=None, max_length=255)
+
+
+class ReviewsArgs(Args):
+    """``reviews``: the staged change sets of the workspace's memory."""
+
+    #: each change with ``before`` (the live text) and ``after`` (the staged text)
+    with_contents: bool = False
+
+
+class ApplyReviewArgs(Args):
+    review_id: str = Field(min_length=1, max_length=100)
+    #: accept only these files (default: all); the rest are discarded
+    files: list[str] | None = Field(default=None, max_length=1000)
+
+
+class DiscardReviewArgs(Args):
+    review_id: str = Field(min_length=1, max_length=100)
+
+
 class ConnectAgentArgs(Args):
     #: ``claude-code``, ``codex``, ``gemini`` or ``aider``
     agent: str
@@ -309,6 +348,22 @@ class WorkspaceConnections(Wire):
     detected: list[str] = Field(default_factory=list)
 
 
+class SpendInfo(Wire):
+    """The cost governor's ledger (``reverie.llm.budget``): spent today / this month, the caps
+    (0: none) and the same as a sentence for the status bar."""
+
+    day: str
+    tokens_today: int
+    tokens_month: int
+    cost_today: float
+    cost_month: float
+    daily_token_cap: int
+    monthly_token_cap: int
+    daily_cost_cap: float
+    monthly_cost_cap: float
+    summary: str
+
+
 class StatusResult(Wire):
     version: str
     pid: int
@@ -325,6 +380,8 @@ class StatusResult(Wire):
     connections: list[WorkspaceConnections] = Field(default_factory=list)
     #: the worker processes running now, by role (``parse``, ``load``, ``notes``, ``dream``): pid
     workers: dict[str, int] = Field(default_factory=dict)
+    #: model spend against the cost governor's caps (null while it cannot be read)
+    spend: SpendInfo | None = None
 
 
 class SessionRow(Wire):
@@ -371,7 +428,7 @@ class HistoryRun(Wire):
 
     run_id: str
     at: datetime
-    source: Literal["auto", "manual", "sleep", "undo", "edit"]
+    source: Literal["auto", "manual", "sleep", "undo", "edit", "curate"]
     added: list[str] = Field(default_factory=list)
     changed: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
@@ -389,6 +446,59 @@ class HistoryRun(Wire):
     @classmethod
     def of(cls, record: RunRecord, *, undone: bool = False) -> HistoryRun:
         return cls.model_validate({**record.model_dump(), "undone": undone})
+
+
+class CurateResult(Wire):
+    """``curate``: what was done to which entry, and the run that ``undo`` reverts."""
+
+    action: str
+    memory_dir: str
+    file: str
+    line: int
+    text: str
+    new_text: str | None = None
+    to_file: str | None = None
+    run_id: str | None = None
+    files: list[str] = Field(default_factory=list)
+    removed_topic: str | None = None
+    message: str
+
+
+class ReviewChange(Wire):
+    path: str
+    #: ``add``, ``change`` or ``remove``
+    action: str
+    reason: str
+    sessions: list[str] = Field(default_factory=list)
+    before: str | None = None
+    after: str | None = None
+
+
+class StagedReview(Wire):
+    """A dream's change set waiting for a person (``reverie.dreamReview``)."""
+
+    review_id: str
+    memory_dir: str
+    created_at: datetime
+    source: str
+    summary: str
+    sessions: list[str] = Field(default_factory=list)
+    changes: list[ReviewChange] = Field(default_factory=list)
+
+
+class ReviewsResult(Wire):
+    memory_dir: str
+    reviews: list[StagedReview]
+
+
+class ReviewOutcomeResult(Wire):
+    """``applyReview`` / ``discardReview``: what landed, what was dropped, the run to undo."""
+
+    review_id: str
+    accepted: list[str] = Field(default_factory=list)
+    discarded: list[str] = Field(default_factory=list)
+    run_id: str | None = None
+    message: str
 
 
 class HistoryResult(Wire):

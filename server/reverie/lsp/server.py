@@ -761,9 +761,14 @@ class ReverieLanguageServer(LanguageServer):
 
     def _on_skipped(self, event: JobEvent) -> None:
         reason = event.payload.get("reason")
-        if reason in ("lock_busy", "missing_llm_client", "missing_llm"):
+        if reason in ("lock_busy", "missing_llm_client", "missing_llm", "over_budget"):
+            text = event.payload.get("reason_text")
             detail = event.payload.get("detail") or event.payload.get("error")
-            self.show("warning", f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
+            if reason == "over_budget" and not text:  # a notes update over the cap
+                self.show("warning", f"Reverie: {detail}.")
+                return
+            self.show("warning", f"Reverie: the dream did not run: {text}" if text else
+                      f"Reverie: {event.message}" + (f" ({detail})" if detail else ""))
 
     # --- workspaces ----------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from reverie.redact import redact_value
 
 logger = logging.getLogger(__name__)
 
-RunSource = Literal["auto", "manual", "sleep", "undo", "edit"]
+RunSource = Literal["auto", "manual", "sleep", "undo", "edit", "curate"]
 REF = Ref(b"refs/heads/memory")
 _AUTHOR = b"Reverie <reverie@localhost>"
 _FILE_MODE = 0o100644

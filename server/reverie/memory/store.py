@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from reverie.memory import nofollow
 from reverie.memory.paths import INDEX_NAME as INDEX_NAME  # where callers have always found it
+from reverie.memory.pins import without_mark
 
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
@@ -338,7 +339,7 @@ def _entry_problems(memory_dir: Path, path: Path, index: ParsedIndex) -> list[Me
     seen: dict[str, int] = {}
     for entry in index.entries:
         line = index.lines[entry.line]
-        width = len(line.rstrip())
+        width = len(without_mark(line).rstrip())  # a pin marker is not part of the entry
         if width > MAX_ENTRY_CHARS:
             problems.append(MemoryProblem(
                 file=path, line=entry.line, start_col=MAX_ENTRY_CHARS, end_col=width,

@@ -34,6 +34,7 @@ from reverie.errors import ReverieError
 from reverie.fsutil import ensure_private_dir
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
+from reverie.memory.pins import keep_pinned
 from reverie.memory.repair import RepairReport, new_blocking_problems, repair_memory
 from reverie.memory.store import MemoryProblem, check_index
 from reverie.memory.transaction import (
@@ -48,6 +49,10 @@ logger = logging.getLogger(__name__)
 
 #: what runs after an apply: called with the memory dir; its result is ignored
 AfterApply = Callable[[Path], object]
+
+
+#: runs that must leave pinned entries as they are (a person's own runs and undos may change them)
+PIN_GUARDED = frozenset({"auto", "manual", "sleep"})
 
 
 class MemoryValidationError(ReverieError):
@@ -210,6 +215,9 @@ class MemoryWrite:
                 staged.path, touched=changes.touched, sources=self.sessions,
                 today=self.today or datetime.now(UTC).date(),
             )
+        if self.source in PIN_GUARDED and not changes.empty:
+            keep_pinned(self.memory_dir, staged.path)  # a person's pin outranks the run
+        if self.repair and not changes.empty:
             problems = new_blocking_problems(staged.path, self._before)
             if problems:
                 raise MemoryValidationError(problems)

@@ -59,7 +59,8 @@ INLINE_FOLD_LIMIT = 2_000
 STALE_AFTER_SECONDS = 60.0
 
 SkipReason = Literal[
-    "disabled", "subagent", "threshold", "coalesced", "missing_llm", "missing_tools"
+    "disabled", "subagent", "threshold", "coalesced", "missing_llm", "missing_tools",
+    "over_budget",
 ]
 ClientFactory = Callable[[Settings, Literal["session_memory"]], ModelClient]
 SubmitStatus = Literal[
@@ -349,8 +350,12 @@ class SessionMemoryManager:
         try:
             client = self.client_factory(self.settings, "session_memory")
         except LLMError as exc:
-            self._skip(session.id, "missing_llm", error=str(exc), notes_path=str(notes_path))
-            result.skipped_reason = "missing_llm"
+            from reverie.llm.budget import BudgetExceeded
+
+            # over the cost governor's cap: its own reason, so nobody is told to set a key
+            reason = "over_budget" if isinstance(exc, BudgetExceeded) else "missing_llm"
+            self._skip(session.id, reason, error=str(exc), notes_path=str(notes_path))
+            result.skipped_reason = reason
             return result
 
         try:

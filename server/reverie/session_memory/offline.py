@@ -164,9 +164,24 @@ class NotesRenderer:
             lines.append(f"- Last reply from the agent: {end.last_reply}")
         if end.in_progress:
             lines.append(f"- In progress: {', '.join(end.in_progress)}")
+        commits = self.analysis.commits
+        kept = [c for c in commits if not c.undone]
+        undone = [c for c in commits if c.undone]
+        if kept:
+            more = f" (+{len(kept) - 3} earlier)" if len(kept) > 3 else ""
+            lines.append("- Committed: " + "; ".join(
+                f"`{c.sha}` {c.message}".rstrip() for c in kept[-3:]) + more)
+        if undone:
+            more = f" (+{len(undone) - 3} more)" if len(undone) > 3 else ""
+            lines.append("- Reverted with /undo: " + "; ".join(
+                f"`{c.sha}` {c.message}".rstrip() for c in undone[-3:]) + more)
         still = self.analysis.still_failing
         for error in still[-3:]:
-            lines.append(f"- Still failing: {_code(error.check)}: {error.error}")
+            if error.changed_since:
+                lines.append(f"- Not re-run since the last change: {_code(error.check)} "
+                             f"(failed with: {error.error})")
+            else:
+                lines.append(f"- Still failing: {_code(error.check)}: {error.error}")
         if end.last_check and end.last_check_ok is not None and not (
             not end.last_check_ok and still and still[-1].check == end.last_check
         ):
@@ -235,7 +250,20 @@ class NotesRenderer:
                 notes.append(f"last run {_code(command.last, 120)} failed")
             suffix = f" ({', '.join(notes)})" if notes else ""
             lines.append(f"- {label}: {_code(command.working, 200)}{suffix}")
-        counts = self.analysis.counts
+        analysis = self.analysis
+        if analysis.hooks:
+            blocks = "; a failing hook blocked `git commit`" if analysis.hooks_block_commits \
+                else ""
+            lines.append("- Pre-commit hooks: " + ", ".join(f"`{h}`" for h in analysis.hooks)
+                         + blocks)
+        if analysis.tracker_commands:
+            lines.append("- Issue tracker: " + ", ".join(
+                f"`{t}`" for t in analysis.tracker_commands))
+        for path in analysis.ignored_paths[:3]:
+            lines.append(f"- `{path}` is gitignored (`git add` refused it)")
+        for path in analysis.quoted_paths[:3]:
+            lines.append(f"- `{path}` must be quoted in shell commands")
+        counts = analysis.counts
         if counts.commands_dropped:
             lines.append(f"- … {counts.commands_dropped} more project commands not listed")
         return lines
@@ -252,8 +280,12 @@ class NotesRenderer:
             line += f" → fixed by {what}{more}"
             if error.proved_by:
                 line += f"; {_code(error.proved_by, 120)} passed"
+            else:
+                line += " (the next run failed differently)"
         elif error.status == "passed" and error.proved_by:
             line += f" → {_code(error.proved_by, 120)} passed later, no edit in between"
+        elif error.status == "still_failing" and error.changed_since:
+            line += f" → {_plural(error.changed_since, 'change')} made since, not re-run"
         elif error.status == "still_failing":
             line += " → still failing at the end of the session"
         return line
@@ -288,7 +320,8 @@ class NotesRenderer:
 
     def learnings(self) -> list[str]:
         lines = [f"- {_code(e.check)} failed and was not made to pass"
-                 for e in self.analysis.still_failing if e.category is not CommandCategory.OTHER
+                 for e in self.analysis.still_failing if (not e.changed_since
+                 and e.category is not CommandCategory.OTHER)
                  or not e.check.startswith(("Edit ", "Write ", "MultiEdit "))]
         return list(dict.fromkeys(lines))[:10]
 

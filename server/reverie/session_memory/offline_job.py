@@ -80,7 +80,7 @@ class PointFold:
         self._seen[item.fingerprint] += 1
         self._last = item.fingerprint
         self._total += item.tokens
-        if item.usage_tokens is not None:
+        if item.usage_tokens:  # an all-zero record (an API error's reply) is no measurement
             self._usage, self._usage_api, self._tail = item.usage_tokens, item.api_message_id, 0
         elif self._usage is not None and (
             self._usage_api is None or item.api_message_id != self._usage_api

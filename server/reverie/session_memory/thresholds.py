@@ -201,7 +201,7 @@ class ThresholdCounter:
             last_main = item
             main_count += 1
             # context size: the last recorded usage plus estimates after it (context_tokens)
-            if usage is not None:
+            if usage:  # an all-zero record (Claude's ``<synthetic>`` error reply) says nothing
                 any_usage, base, usage_api, tail = True, usage, api, 0
             elif not any_usage or usage_api is None or api != usage_api:
                 tail += tokens

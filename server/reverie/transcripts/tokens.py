@@ -38,8 +38,8 @@ def context_tokens(messages: Sequence[Message]) -> int:
     """
     for index in range(len(messages) - 1, -1, -1):
         usage = messages[index].usage
-        if usage is None:
-            continue
+        if usage is None or usage.context_tokens == 0:
+            continue  # an empty or all-zero record (an API error's ``<synthetic>`` reply)
         api_id = messages[index].api_message_id
         tail = sum(
             message_tokens(m)

@@ -48,8 +48,17 @@ def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) 
     hover = item.get_attribute("aria-label") or item.inner_text()
     assert "Reverie" in hover, failure_context(code_server)
 
-    # Clicking it shows the lock status and the dream gates.
+    # Clicking it opens the menu of Reverie's actions (a quick pick, not a modal).
     item.click()
+    menu = page.locator(".quick-input-widget")
+    expect(menu.locator(".monaco-list-row", has_text="Dream Now").first).to_be_visible(
+        timeout=20_000
+    )
+    for action in ("Dream Now", "Show Memory History", "Connect Agent", "Show Lock Status"):
+        expect(menu.locator(".monaco-list-row", has_text=action).first).to_be_visible()
+    shot(page, artifacts, "01c-status-menu")
+    # "Show Lock Status" from the menu shows the lock status and the dream gates.
+    menu.locator(".monaco-list-row", has_text="Show Lock Status").first.click()
     dialog = page.locator(".monaco-dialog-box")
     expect(dialog).to_contain_text("Consolidation lock free", timeout=20_000)
     for gate in ("Hours since", "Sessions since", "Next gate"):
@@ -89,16 +98,16 @@ def test_dream_now_shows_memory_saved_notification(
             f"{failure_context(code_server)}"
         ) from None
     text = saved.first.inner_text()
-    assert re.search(r"Reverie (saved|improved) \d+ memor(y|ies)", text), text
+    # the folder had no memory: the first dream says it built it, from how many sessions
+    assert re.search(r"Reverie built your first memory from \d+ sessions?", text), text
     for action in ("Open", "Show Diff", "Undo"):
         expect(saved.first.locator(".monaco-button", has_text=action).first).to_be_visible()
     shot(page, artifacts, "03-memory-saved-notification")
 
     # "Show Diff" opens the whole run as one multi-file diff editor.
     saved.first.locator(".monaco-button", has_text="Show Diff").first.click()
-    expect(page.locator(".tabs-container .tab", has_text="Reverie run").first).to_be_visible(
-        timeout=20_000
-    )
+    tab = page.locator(".tabs-container .tab", has_text=re.compile(r"Reverie: dream of"))
+    expect(tab.first).to_be_visible(timeout=20_000)
     # the diff editor on screen (other tabs keep theirs in the DOM, hidden) shows the new text
     diff = page.locator(".monaco-diff-editor:visible").first
     expect(diff).to_be_visible(timeout=20_000)
@@ -122,7 +131,7 @@ def test_open_session_notes_shows_the_ten_sections(
     notes = ProjectPaths(
         Settings(data_dir=ws.data_dir, agent_home=ws.agent_home), ws.workspace
     ).notes_path(ws.session_id)
-    tab = page.locator(".tabs-container .tab", has_text="session_memory.md")
+    tab = page.locator(".tabs-container .tab", has_text="(notes)")  # the session's title
     deadline = time.monotonic() + 90
     while True:  # the forced extraction runs in the background; open the notes once they exist
         run_command(page, "Reverie: Open Session Notes")
@@ -226,7 +235,7 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     run_command(page, "Notifications: Clear All Notifications")
     run_command(page, "Reverie: Focus on History View")
     history = page.locator(".pane", has=page.locator(".pane-header", has_text="History"))
-    row = history.locator(".monaco-list-row", has_text="manual").first
+    row = history.locator(".monaco-list-row", has_text="dream ·").first
     try:
         expect(row).to_be_visible(timeout=30_000)
     finally:
@@ -240,7 +249,7 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     shot(page, artifacts, "08b-undo-confirmation")
     dialog.locator(".monaco-button", has_text="Undo").first.click()
     centre = notification_centre(page)
-    undone = centre.locator(".notification-list-item", has_text="Undid the manual run")
+    undone = centre.locator(".notification-list-item", has_text="Undid the dream of")
     expect(undone.first).to_be_visible(timeout=30_000)
     assert not (memory / "MEMORY.md").exists(), "the undo left MEMORY.md"
     expect(history.locator(".monaco-list-row", has_text="undone").first).to_be_visible(
@@ -249,9 +258,9 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
 
     undone.first.locator(".monaco-button", has_text="Redo").click()
     # the answer is a new toast (the centre may close when an action is clicked)
-    expect(page.locator(".notification-list-item", has_text="Redid").first).to_be_visible(
-        timeout=30_000
-    )
+    expect(
+        page.locator(".notification-list-item", has_text="Redid the dream of").first
+    ).to_be_visible(timeout=30_000)
     assert (memory / "MEMORY.md").is_file(), "the redo did not bring MEMORY.md back"
     run_command(page, "Notifications: Clear All Notifications")
 

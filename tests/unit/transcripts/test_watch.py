@@ -330,9 +330,13 @@ async def test_worker_killed_mid_watch_is_recovered_without_loss_or_repeat(
     assert _all_digests(events) == _reference([turn1, turn2], path.name, tmp_path / "reference")
     assert parse_worker.pid not in (None, old_pid)
     assert watcher.states()[str(path)].offset == len(turn2)
-    lost = "no transcript reader" if when == "idle" else "ended during a call"
-    assert any(r.getMessage().startswith("transcript reader lost") and lost in r.getMessage()
-               for r in caplog.records)
+    # which of the two ways the reader was lost depends on timing on a loaded machine (the read
+    # can reach the dying process, or be queued only after the new one started): either is a
+    # loss the watcher logs and recovers from
+    assert any(r.getMessage().startswith("transcript reader lost")
+               and ("no transcript reader" in r.getMessage()
+                    or "ended during a call" in r.getMessage())
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
 async def test_deleted_session_is_forgotten(

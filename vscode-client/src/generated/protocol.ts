@@ -18,6 +18,10 @@ export const ServerCommands = {
   connections: "reverie.server.connections",
   testModel: "reverie.server.testModel",
   providers: "reverie.server.providers",
+  curate: "reverie.server.curate",
+  reviews: "reverie.server.reviews",
+  applyReview: "reverie.server.applyReview",
+  discardReview: "reverie.server.discardReview",
   checkMemory: "reverie.server.checkMemory",
   retireFact: "reverie.server.retireFact",
   keepFact: "reverie.server.keepFact",
@@ -57,6 +61,10 @@ export const SERVER_SETTING_KEYS = [
   "dreamModel",
   "sleepModel",
   "prices",
+  "dailyTokenCap",
+  "monthlyTokenCap",
+  "dailyCostCap",
+  "monthlyCostCap",
   "dataDir",
   "configDir",
   "agentHome",
@@ -72,6 +80,7 @@ export const SERVER_SETTING_KEYS = [
   "dreamMinSessions",
   "dreamScanIntervalSeconds",
   "dreamMaxTurns",
+  "dreamReview",
   "autoMemoryEnabled",
   "remoteMode",
   "memoryDirPreset",
@@ -99,6 +108,12 @@ export interface AppendMessagesParams {
   cwd: string;
   messages: PushedMessage[];
   title?: string | null;
+}
+
+export interface ApplyReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+  files?: string[] | null;
 }
 
 export interface CancelJobArgs {
@@ -182,6 +197,40 @@ export interface ConnectionsResult {
   detected: ("claude-code" | "codex" | "gemini" | "aider")[];
 }
 
+/**
+ * `curate`: forget, pin, unpin, edit or move one entry of the memory.
+ */
+export interface CurateArgs {
+  workspace?: string | null;
+  action: "forget" | "pin" | "unpin" | "edit" | "move";
+  entry: string;
+  expect?: string | null;
+  newText?: string | null;
+  toFile?: string | null;
+}
+
+/**
+ * `curate`: what was done to which entry, and the run that `undo` reverts.
+ */
+export interface CurateResult {
+  action: string;
+  memoryDir: string;
+  file: string;
+  line: number;
+  text: string;
+  newText: string | null;
+  toFile: string | null;
+  runId: string | null;
+  files: string[];
+  removedTopic: string | null;
+  message: string;
+}
+
+export interface DiscardReviewArgs {
+  workspace?: string | null;
+  reviewId: string;
+}
+
 export interface DisconnectAgentArgs {
   workspace?: string | null;
   agent: string;
@@ -224,7 +273,7 @@ export interface HistoryResult {
 export interface HistoryRun {
   runId: string;
   at: string;
-  source: "auto" | "manual" | "sleep" | "undo" | "edit";
+  source: "auto" | "manual" | "sleep" | "undo" | "edit" | "curate";
   added: string[];
   changed: string[];
   removed: string[];
@@ -397,6 +446,39 @@ export interface PushedUsage {
   cacheWriteTokens?: number;
 }
 
+export interface ReviewChange {
+  path: string;
+  action: string;
+  reason: string;
+  sessions: string[];
+  before: string | null;
+  after: string | null;
+}
+
+/**
+ * `applyReview` / `discardReview`: what landed, what was dropped, the run to undo.
+ */
+export interface ReviewOutcomeResult {
+  reviewId: string;
+  accepted: string[];
+  discarded: string[];
+  runId: string | null;
+  message: string;
+}
+
+/**
+ * `reviews`: the staged change sets of the workspace's memory.
+ */
+export interface ReviewsArgs {
+  workspace?: string | null;
+  withContents?: boolean;
+}
+
+export interface ReviewsResult {
+  memoryDir: string;
+  reviews: StagedReview[];
+}
+
 /**
  * One file of a history run with its texts before and after (null where absent).
  */
@@ -466,6 +548,36 @@ export interface SleepArgs {
   date?: string | null;
 }
 
+/**
+ * The cost governor's ledger (`reverie.llm.budget`): spent today / this month, the caps
+ * (0: none) and the same as a sentence for the status bar.
+ */
+export interface SpendInfo {
+  day: string;
+  tokensToday: number;
+  tokensMonth: number;
+  costToday: number;
+  costMonth: number;
+  dailyTokenCap: number;
+  monthlyTokenCap: number;
+  dailyCostCap: number;
+  monthlyCostCap: number;
+  summary: string;
+}
+
+/**
+ * A dream's change set waiting for a person (`reverie.dreamReview`).
+ */
+export interface StagedReview {
+  reviewId: string;
+  memoryDir: string;
+  createdAt: string;
+  source: string;
+  summary: string;
+  sessions: string[];
+  changes: ReviewChange[];
+}
+
 export interface StatusArgs {
   workspace?: string | null;
 }
@@ -485,6 +597,7 @@ export interface StatusResult {
   offline: boolean;
   connections: WorkspaceConnections[];
   workers: Record<string, number>;
+  spend: SpendInfo | null;
 }
 
 export interface UndoArgs {
