@@ -13,7 +13,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from reverie.priority import BACKGROUND_NICE, lower_thread_priority
@@ -60,3 +60,15 @@ async def run_in_background(func: Callable[..., T], /, *args: Any) -> T:
     # a busy machine takes milliseconds. This thread is a daemon, as a ``Thread`` would be.
     _thread.start_new_thread(work, ())
     return await future
+
+
+async def finish_then_cancel(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` (a worker-thread call); on cancellation let it finish first, then honour
+    the cancel: a thread cannot be stopped, and what it writes must not be rolled back under
+    it (the dream's staged copy)."""
+    future = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        raise

@@ -232,7 +232,8 @@ class ProjectPaths:
         return self.root / "sessions"
 
     def session_dir(self, session_id: str) -> Path:
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "session"
+        # never ``.`` or ``..`` (a hook's session id is input): a name of its own, inside
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120].lstrip(".") or "session"
         return self.sessions_dir / safe
 
     def notes_path(self, session_id: str) -> Path:

@@ -13,7 +13,8 @@ Cases:
 - ``pre-compact offline <name>``: no extraction running; a forced offline extraction of the
   whole transcript (the spec's "well under 2 s");
 - ``pre-compact wait``: another process holds the session's extraction marker and releases it
-  after 1 s; reported is the time from the release to the hook's exit;
+  after 3 s (a loaded machine starts the hook in over 1 s); reported is the time from the
+  release to the hook's exit;
 - ``user-prompt-submit related / unrelated``: prompt-time recall against the search index of
   the workspace (the 39 KB session indexed): a prompt about that session (one recalled hit is
   printed) and one about nothing in it (nothing printed). Goal: p50 <= 150 ms, p95 <= 300 ms.
@@ -142,7 +143,7 @@ def main() -> int:
                 add(f"pre-compact offline {name}", timed(
                     [*hook, "pre-compact"], payload("PreCompact", path, session, trigger="auto"),
                     env))
-            holder = subprocess.Popen([py, "-c", HOLDER, str(marker), "1.0"],
+            holder = subprocess.Popen([py, "-c", HOLDER, str(marker), "3.0"],
                                       stdout=subprocess.PIPE, env=env)
             while not marker.exists():
                 time.sleep(0.005)

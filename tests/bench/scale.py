@@ -64,7 +64,7 @@ _CLI = """
 import importlib, sys, time
 for name in ("reverie.cli", "reverie.commands.notes", "reverie.commands.dream",
              "reverie.commands.sleep", "reverie.commands.transcript", "reverie.transcripts.reader",
-             "reverie.session_memory.manager", "reverie.session_memory.offline_job",
+             "reverie.session_memory.manager", "reverie.session_memory.rule_based_job",
              "reverie.dream.runner", "reverie.sleep.cycle", "reverie.llm.factory"):
     try:
         importlib.import_module(name)

@@ -6,6 +6,11 @@ Text outside the markers is never changed. Adding a block appends it at the end,
 line; ``remove_block`` takes away the block and exactly the separator that was added, so a file
 whose only change was the block comes back byte for byte. The file's line ending (LF or CRLF)
 is kept. Unbalanced markers are a ``BlockError``: nothing is written then.
+
+A body is memory text, which came from transcripts: it must not be able to end the block early
+or hide what follows it. ``neutralise`` escapes every Reverie marker word and, in Markdown, every
+HTML comment opener and closer in it (CommonMark backslash escapes: an agent reading the raw
+file sees them escaped, a rendered view shows the text as written).
 """
 
 from __future__ import annotations
@@ -64,10 +69,48 @@ def find_block(text: str, block_id: str, style: CommentStyle) -> tuple[int, int]
     return begins[0][0], ends[0][1]
 
 
+_MARKER_WORD = re.compile(r"reverie:(begin|end)", re.IGNORECASE)
+_COMMENT_OPEN = re.compile(r"<!(?=--)")
+#: ``@path`` where Claude Code would import a file into the session (``@~/.aws/credentials``)
+_IMPORT = re.compile(r"(?<![\w`@])@(?=[~/.]|[\w.-]+/)[^\s`]+")
+
+
+def neutralise(body: str, style: CommentStyle) -> str:
+    """``body`` with nothing in it that a marker search or an HTML comment could take for
+    structure: ``reverie:end`` becomes ``reverie\\:end``; in Markdown ``<!--`` becomes
+    ``<\\!--`` and ``-->`` becomes ``--\\>``."""
+    body = _MARKER_WORD.sub(lambda m: m.group(0)[:7] + "\\:" + m.group(1), body)
+    if style == "html":
+        body = _COMMENT_OPEN.sub("<\\\\!", body)
+        body = re.sub(r"-->", "--\\\\>", body)
+    return body
+
+
+def neutralise_imports(text: str) -> str:
+    """``text`` with each ``@path`` in a code span, where Claude Code does not import it.
+
+    Claude Code reads ``@path`` in CLAUDE.md files as "load this file too", anywhere outside
+    code spans and fenced blocks. Memory text copied into such a file must never do that: a
+    transcript saying ``@~/.aws/credentials`` would put the credentials in every session."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or "@" not in line:
+            out.append(line)
+            continue
+        pieces = line.split("`")
+        for index in range(0, len(pieces), 2):  # outside code spans only
+            pieces[index] = _IMPORT.sub(lambda m: f"`{m.group(0)}`", pieces[index])
+        out.append("`".join(pieces))
+    return "\n".join(out)
+
+
 def render_block(block_id: str, body: str, style: CommentStyle, newline: str) -> str:
     """The block's full text (markers included), every line ending with ``newline``."""
     mark = markers(block_id, style)
-    lines = [mark.begin, *body.rstrip("\n").splitlines(), mark.end]
+    lines = [mark.begin, *neutralise(body, style).rstrip("\n").splitlines(), mark.end]
     return newline.join(line.rstrip("\r") for line in lines) + newline
 
 

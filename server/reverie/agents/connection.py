@@ -49,6 +49,7 @@ from reverie.agents.results import (
     FileChange,
     FileState,
 )
+from reverie.agents.shared import SharedFiles, connection_lock
 from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
 from reverie.errors import UserError
@@ -160,7 +161,18 @@ def _sha(text: str) -> str:
 
 def connect(agent: str, workspace: Path, scope: str, settings: Settings,
             dry_run: bool = False) -> ConnectResult:
-    """Wire ``agent`` to the workspace's memory (idempotent: twice is once)."""
+    """Wire ``agent`` to the workspace's memory (idempotent: twice is once), under the
+    machine-wide connection lock (``agents.shared``)."""
+    with connection_lock(settings):
+        return _connect(agent, workspace, scope, settings, dry_run)
+
+
+def _owner(agent: str, ws: Path) -> str:
+    return f"{agent}:{ws}"
+
+
+def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
+             dry_run: bool) -> ConnectResult:
     name = check_agent(agent)
     if scope not in ("personal", "project"):
         raise ConnectError(f"unknown scope '{scope}' (personal or project)")
@@ -186,9 +198,12 @@ def connect(agent: str, workspace: Path, scope: str, settings: Settings,
     if dry_run or (not result.changed and previous is not None):
         return result
     _apply(changes)
+    registry = SharedFiles(settings)
     for change in changes:
         if change.after is not None:
             change.record.written_sha256 = _sha(change.after)
+        if change.record.kind == "json-hooks" and not _inside(change.path, ws):
+            registry.add(change.path, _owner(name, ws))  # a file other workspaces may share
     ledger.put(Connection(
         agent=name, workspace=str(ws), scope=scope_, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), connected_at=datetime.now(UTC),
@@ -292,7 +307,14 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
 def disconnect(agent: str, workspace: Path, settings: Settings,
                dry_run: bool = False) -> ConnectResult:
     """Remove what ``connect`` added; a file whose only change was Reverie's comes back byte
-    for byte, and a file Reverie created is removed when nothing else was added to it."""
+    for byte, and a file Reverie created is removed when nothing else was added to it. A file
+    other connections still use (Codex's personal hooks.json) keeps Reverie's part."""
+    with connection_lock(settings):
+        return _disconnect(agent, workspace, settings, dry_run)
+
+
+def _disconnect(agent: str, workspace: Path, settings: Settings,
+                dry_run: bool) -> ConnectResult:
     name = check_agent(agent)
     ws = check_workspace(workspace)
     memory_dir = ProjectPaths(settings, ws).memory_dir
@@ -300,12 +322,20 @@ def disconnect(agent: str, workspace: Path, settings: Settings,
     connection = ledger.find(name, ws) or _found_in_files(name, ws, settings)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
-    changes = [c for r in connection.files if (c := _disconnect_change(r)) is not None]
+    registry = SharedFiles(settings)
+    owner = _owner(name, ws)
+    in_use = {r.path for r in connection.files if r.kind == "json-hooks"
+              and registry.users(Path(r.path)) - {owner}}
+    changes = [c for r in connection.files
+               if r.path not in in_use and (c := _disconnect_change(r)) is not None]
     the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
         return result
     _apply(changes)
+    for record in connection.files:
+        if record.kind == "json-hooks":
+            registry.remove(Path(record.path), owner)
     for change in changes:
         if change.after is None:
             _remove_created_dirs(change.record)
@@ -322,7 +352,8 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
     _check_writable(path, True)
     try:
         if record.kind == "json-hooks":
-            if record.written_sha256 == _sha(before) and record.original is not None:
+            if (record.written_sha256 == _sha(before) and record.original is not None
+                    and not has_json_hooks(record.original)):
                 after: str | None = record.original
             else:
                 after = remove_json_hooks(before, path.name)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reverie.agents.blocks import BlockError, newline_of, remove_block, upsert_block
+from reverie.agents.blocks import BlockError, find_block, newline_of, remove_block, upsert_block
 from reverie.errors import UserError
 
 #: how Reverie's hook commands are recognised in a settings file
@@ -316,8 +316,6 @@ def remove_yaml_read(text: str, block_id: str, separator: str | None) -> str:
 def has_yaml_read(text: str, block_id: str) -> bool:
     if _tagged_line(block_id).search(text):
         return True
-    from reverie.agents.blocks import find_block
-
     try:
         return find_block(text, block_id, "hash") is not None
     except BlockError:

@@ -28,10 +28,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reverie.agents.blocks import CommentStyle
+from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
 from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
+from reverie.hazards import hazard_of
 from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
@@ -97,11 +98,14 @@ def hook_command(settings: Settings, event: str) -> str:
 MCP_SERVER_NAME = "reverie"
 
 
-def mcp_server_entry() -> dict[str, object]:
-    """The stdio MCP server entry that runs ``reverie mcp`` with this interpreter. No
-    ``--workspace``: the agent starts it in the project, which is the workspace it serves."""
-    entry: dict[str, object] = {"type": "stdio", "command": sys.executable,
-                                "args": ["-P", "-m", "reverie", "mcp"]}
+def mcp_server_entry(workspace: Path | None = None) -> dict[str, object]:
+    """The stdio MCP server entry that runs ``reverie mcp`` with this interpreter: for
+    ``workspace`` (an entry that belongs to one project), else for the directory the agent
+    starts it in (a committed file: the path differs on every machine)."""
+    args = ["-P", "-m", "reverie", "mcp"]
+    if workspace is not None:
+        args += ["--workspace", str(workspace)]
+    entry: dict[str, object] = {"type": "stdio", "command": sys.executable, "args": args}
     python_path = os.environ.get("PYTHONPATH")
     entry["env"] = {"PYTHONPATH": python_path} if python_path else {}
     return entry
@@ -130,21 +134,44 @@ def codex_home(settings: Settings) -> Path:
     return Path(env).expanduser() if env else settings.agent_home / ".codex"
 
 
+#: a context file name Reverie will write: a plain Markdown base name
+_PLAIN_MD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,100}\.md")
+_WINDOWS_RESERVED = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
+
+
 def gemini_context_name(settings: Settings, workspace: Path) -> str:
-    """Gemini CLI's context file name: ``context.fileName`` (project over user), else GEMINI.md."""
-    for path in (workspace / ".gemini" / "settings.json",
-                 settings.agent_home / ".gemini" / "settings.json"):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        context = data.get("context") if isinstance(data, dict) else None
-        name = context.get("fileName") if isinstance(context, dict) else None
-        if isinstance(name, list):
-            name = next((n for n in name if isinstance(n, str) and n), None)
-        if isinstance(name, str) and name and "/" not in name:
-            return name
+    """Gemini CLI's context file name: the user's own ``context.fileName``, else GEMINI.md.
+
+    Only the user's settings (``~/.gemini/settings.json``) count: a workspace's
+    ``.gemini/settings.json`` comes with a cloned repository and would otherwise choose which
+    file in ``~/.gemini`` Reverie writes (``settings.json``, ``oauth_creds.json``, or ``..\\``
+    out of it on Windows). The name must be a plain ``*.md`` base name; anything else is refused
+    (logged) and GEMINI.md is used."""
+    path = settings.agent_home / ".gemini" / "settings.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return "GEMINI.md"
+    context = data.get("context") if isinstance(data, dict) else None
+    name = context.get("fileName") if isinstance(context, dict) else None
+    if isinstance(name, list):
+        name = next((n for n in name if isinstance(n, str) and n), None)
+    if not isinstance(name, str) or not name:
+        return "GEMINI.md"
+    if safe_context_name(name):
+        return name
+    logger.warning("ignoring Gemini's context.fileName %r: not a plain *.md file name", name)
     return "GEMINI.md"
+
+
+def safe_context_name(name: str) -> bool:
+    """A plain Markdown base name: no folder, no traversal, no reserved device name."""
+    return (
+        _PLAIN_MD.fullmatch(name) is not None
+        and ".." not in name
+        and not name.endswith((" ", "."))
+        and _WINDOWS_RESERVED.fullmatch(name) is None
+    )
 
 
 def codex_global_file(home: Path) -> Path:
@@ -200,11 +227,35 @@ def copy_body(memory_dir: Path, workspace: Path, labelled: bool,
         f"`{memory_dir / MEMORY_INDEX}`, refreshed after every memory change; edit the memory "
         "there, not here.",
         "",
-        _absolute_links(index, memory_dir) if index else "(no memory consolidated yet)",
+        neutralise_imports(_absolute_links(_held_back(index), memory_dir)) if index
+        else "(no memory consolidated yet)",
     ]
     from reverie.redact import redact  # memory is redacted when written; a hand edit is not
 
     return redact("\n".join(lines))[0]
+
+
+#: how a person approves an entry that would otherwise be held back from agents' files
+APPROVED = "<!-- approved -->"
+
+
+def _held_back(index: str) -> str:
+    """``index`` without the entries that need a person's approval before an agent acts on
+    them (``reverie.hazards``: remote code, deleting outside the project, moving credentials,
+    a URL), unless the line carries ``<!-- approved -->``; one line says how many and why."""
+    kept: list[str] = []
+    reasons: dict[str, int] = {}
+    for line in index.split("\n"):
+        reason = None if APPROVED in line else hazard_of(line)
+        if reason is None:
+            kept.append(line)
+        else:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        kept += ["", f"({sum(reasons.values())} entries held back for review ({why}): they stay "
+                 "in MEMORY.md; an `approved` HTML comment on an entry's line passes it on.)"]
+    return "\n".join(kept)
 
 
 def import_body(memory_dir: Path) -> str:
@@ -295,7 +346,8 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
     if personal:
         edits.append(PlannedEdit(claude_config_file(settings), "mcp", "json-mcp", bid,
                                  json_path=["projects", str(workspace), "mcpServers"],
-                                 mcp_name=MCP_SERVER_NAME, mcp_server=mcp_server_entry()))
+                                 mcp_name=MCP_SERVER_NAME,
+                                 mcp_server=mcp_server_entry(workspace)))
     else:
         edits.append(PlannedEdit(workspace / ".mcp.json", "mcp", "json-mcp", bid,
                                  json_path=["mcpServers"], mcp_name=MCP_SERVER_NAME,

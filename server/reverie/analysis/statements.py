@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from reverie.hazards import hazard_of, own_words
+
 
 class StatementKind(StrEnum):
     #: an explicit always / never / from-now-on / please-don't instruction
@@ -294,6 +296,16 @@ def _chosen(text: str) -> str | None:
     return None
 
 
+def _the_users_own(found: Statement, sentence: str, own: str) -> bool:
+    """Whether ``sentence`` may be a statement of the user's: said in their own words (not a
+    quoted line, a fence, a quoted span or reported speech, ``reverie.hazards.own_words``), and,
+    for a standing rule, not one that needs a person's approval (``hazard_of``: remote code,
+    deleting outside the project, moving credentials, a URL)."""
+    if sentence.rstrip("…") not in own:
+        return False
+    return found.kind not in _RULE_LIKE or hazard_of(sentence) is None
+
+
 def statements_in(request: str) -> list[Statement]:
     """The rules, preferences, notes, corrections, decisions and renames ``request`` states."""
     return split_request(request)[0]
@@ -308,8 +320,11 @@ def split_request(request: str) -> tuple[list[Statement], str]:
     sentences = _sentences(request)
     task: list[str] = []
     previous: Statement | None = None
+    own = " ".join(own_words(request[:4000]).split())
     for position, sentence in enumerate(sentences):
         found = _statement(sentence, position)
+        if found is not None and not _the_users_own(found, sentence, own):
+            found = None  # quoted, fenced, reported or dangerous: part of the task, not a rule
         low = sentence.lower()
         goes_on = (found is None and previous is not None and not _TASK_WORDS.search(low)
                    and not sentence.endswith("?"))

@@ -95,7 +95,8 @@ def _topic_heads(memory_dir: Path, index: Path) -> dict[str, list[str]]:
 
 def _build(base: Path) -> dict[str, Any]:
     from reverie.config import Settings
-    from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.dream.models import DreamRequest
+    from reverie.dream.runner import DreamRunner
     from reverie.memory.history import MemoryHistory
     from reverie.samples import install_samples
     from reverie.services.wiring import memory_writer

@@ -71,7 +71,8 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.dream.models import DreamRequest
+    from reverie.dream.runner import DreamRunner
     from reverie.services.wiring import memory_writer
 
     if args.review:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from reverie.cli import add_workspace_argument, load_settings, resolve_workspace
+from reverie.cli import CommandError, add_workspace_argument, load_settings, resolve_workspace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reverie.mcp.server import serve
+    from reverie.search.recall import too_broad
 
     workspace = resolve_workspace(args)
+    if args.workspace is None and too_broad(workspace):
+        # started outside any project (an agent that does not start its MCP servers in the
+        # project): serving the home folder would mix every project below it
+        raise CommandError(f"{workspace} is not a project folder: start reverie mcp in the "
+                           "project or pass --workspace DIR")
     serve(load_settings(), workspace)
     return 0

@@ -18,9 +18,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.curation.brief import candidate_lines, candidates_section, rules_section
-from reverie.dream.offline import SessionSource
+from reverie.dream.rule_based import SessionSource
 from reverie.errors import ReverieError
 from reverie.events import EventSink, JobEvent
+from reverie.hazards import UNTRUSTED_DATA
 from reverie.llm.structured import complete_json, schema_prompt
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_LINES, visible_files
@@ -38,7 +39,7 @@ SYSTEM = (
     "You maintain the long-term memory of a software project for AI coding agents. You cannot "
     "call tools: you answer with the memory changes as one JSON object and nothing else. Never "
     "copy secrets, tokens or credentials into memory."
-)
+) + UNTRUSTED_DATA
 
 
 class MemoryChanges(BaseModel):

@@ -7,12 +7,13 @@ from pathlib import Path
 
 from reverie.curation.brief import candidates_section, rules_section
 from reverie.dream.daily_log import DAILY_LOG_BATCH, LogScan
+from reverie.hazards import UNTRUSTED_DATA
 from reverie.memory.store import INDEX_NAME, MAX_ENTRY_CHARS, MAX_INDEX_BYTES, MAX_INDEX_LINES
 
 SYSTEM = """You maintain the long-term memory of a software project for AI coding agents. \
 You work only with the tools you are given. You may create, edit and delete files inside the \
 memory directory and nowhere else; everything else (transcripts, session notes, logs) is \
-read-only. Never copy secrets, tokens or credentials into memory."""
+read-only. Never copy secrets, tokens or credentials into memory.""" + UNTRUSTED_DATA
 
 
 def build_brief(

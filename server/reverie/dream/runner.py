@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import BrokenExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel
 
 from reverie.anchors.retire import maintain_memory
-from reverie.background import Runner, run_in_background
+from reverie.background import Runner, finish_then_cancel, run_in_background
 from reverie.config import ProjectPaths, Settings
 from reverie.dream.daily_log import (
     DAILY_LOG_BATCH,
@@ -29,8 +29,9 @@ from reverie.dream.daily_log import (
     scan_unconsolidated,
 )
 from reverie.dream.gates import ScanThrottle, SkipReason, cheap_gate, time_gate
-from reverie.dream.offline import OfflineResult, SessionSource, consolidate_sources
+from reverie.dream.models import DreamRequest, DreamResult
 from reverie.dream.prompts import SYSTEM, build_brief
+from reverie.dream.rule_based import OfflineResult, SessionSource, consolidate_sources
 from reverie.dream.skips import describe_skip
 from reverie.events import EventSink, EventType, JobEvent, discard_events
 from reverie.llm.errors import LLMConfigError, LLMError, LLMTimeoutError, LLMToolsUnsupportedError
@@ -49,56 +50,6 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 ClientFactory = Callable[[Settings, Literal["dream"]], ModelClient]
 DREAM_TOOLS = ("read_file", "list_dir", "glob", "grep", "edit_file", "write_file")
-
-
-class DreamRequest(BaseModel):
-    """What to dream about. ``manual`` bypasses the scheduling gates."""
-
-    workspace: Path
-    manual: bool = False
-    extra: str = ""
-    logs: bool = False
-    current_session_id: str | None = None
-    is_subagent: bool = False
-
-
-class DreamResult(BaseModel):
-    """The outcome of one dream. ``as_json`` is the ``reverie dream --json`` contract."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    ran: bool = False
-    skipped_reason: str | None = None
-    sessions_reviewed: int = 0
-    files_touched: list[str] = Field(default_factory=list)
-    turns: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    duration_ms: int = 0
-    run_id: str | None = None
-    memory_dir: str = ""
-    error: str | None = None
-    cancelled: bool = False
-    #: when the run began (monotonic clock): terminal events report the time taken so far
-    _started: float = PrivateAttr(default_factory=time.monotonic)
-
-    def elapsed_ms(self) -> int:
-        return int((time.monotonic() - self._started) * 1000)
-    summary: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "ran": self.ran,
-            "skipped_reason": self.skipped_reason,
-            "sessions_reviewed": self.sessions_reviewed,
-            "files_touched": self.files_touched,
-            "turns": self.turns,
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "duration_ms": self.duration_ms,
-            "run_id": self.run_id,
-            "memory_dir": self.memory_dir,
-        }
 
 
 class _Outcome(BaseModel):
@@ -370,7 +321,7 @@ class DreamRunner:
                                                  job_id)
             staged.usage(outcome.tokens_in, outcome.tokens_out)
             staged.summary = outcome.summary
-            await _finish_thread_then_cancel(
+            await finish_then_cancel(
                 asyncio.to_thread(_normalise_new_text, staged, refs))
             # every fact checked against the code before anything is applied: stale ones
             # retire in this same run (part of its history, undone with it)
@@ -454,7 +405,7 @@ class DreamRunner:
         the engine is stopped (``abort``) or else finished first: either way nothing writes to
         the staging copy once the run is rolled back."""
         if self._run_job is None:
-            return await _finish_thread_then_cancel(asyncio.to_thread(func, *args))
+            return await finish_then_cancel(asyncio.to_thread(func, *args))
         future = asyncio.ensure_future(self._run_job(func, *args))
         try:
             result: _T = await asyncio.shield(future)
@@ -582,17 +533,6 @@ class DreamRunner:
         return _Outcome(turns=prior_turns + done.turns, tokens_in=usage.input_tokens,
                         tokens_out=usage.output_tokens, summary=done.summary,
                         cost_usd=done.cost_usd)
-
-
-async def _finish_thread_then_cancel(work: Coroutine[Any, Any, _T]) -> _T:
-    """Await worker-thread ``work``; on cancellation let the thread finish first, so the staged
-    copy is not being written while the run is rolled back."""
-    future = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        await asyncio.wait([future])
-        raise
 
 
 def _brief_inputs(paths: ProjectPaths, refs: list[SessionRef],

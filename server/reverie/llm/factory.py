@@ -12,7 +12,7 @@ from reverie.llm.budget import check_budget, metered
 from reverie.llm.capabilities import store_for
 from reverie.llm.cli_agent import SPECS, CliAgentClient, find_binary, workdir_for
 from reverie.llm.errors import LLMConfigError
-from reverie.llm.offline import OfflineClient
+from reverie.llm.extractive import OfflineClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.types import ModelClient
 

@@ -51,6 +51,8 @@ _NAMES_TOOLS = re.compile(r"\btools?\b|tool[_ ]choice|tool[_ ]call|function[_ ]c
                           re.IGNORECASE)
 #: progress callbacks fire at most this often (tokens) while a reply streams in
 PROGRESS_EVERY_TOKENS = 32
+#: the largest whole (non-streamed) reply read: far above any model's output
+MAX_REPLY_BYTES = 64 * 2**20
 
 
 class _StreamingRefused(Exception):
@@ -375,11 +377,33 @@ class HttpModelClient:
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         target = self.url(path)
         with self._transport_errors():
-            response = await self._http.request(method, target, **kwargs)
+            request = self._http.build_request(method, target, **kwargs)
+            streamed = await self._http.send(request, stream=True)
+            try:
+                body = await self._read_capped(streamed, method, path)
+            finally:
+                await streamed.aclose()
+        response = httpx.Response(streamed.status_code, headers=streamed.headers, content=body,
+                                  request=request)
         if response.status_code >= 400:
-            await response.aread()
             raise self._status_error(response)
         return response
+
+    async def _read_capped(self, response: httpx.Response, method: str, path: str) -> bytes:
+        """A whole (not streamed) reply, refused past ``MAX_REPLY_BYTES``: a broken or hostile
+        endpoint must not make Reverie hold gigabytes (a 300 MB reply cost 1.3 GB of RSS)."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                raise LLMBadResponseError(
+                    f"The {self.provider} endpoint at {self.base_url} answered {method} {path} "
+                    f"with more than {MAX_REPLY_BYTES // 2**20} MiB; the reply was dropped.",
+                    provider=self.provider, status=response.status_code,
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     @contextlib.contextmanager
     def _transport_errors(self) -> Iterator[None]:

@@ -1,6 +1,6 @@
 """The narrow contexts the language server's features work against (esbonio style).
 
-A feature module (the job starters in ``adapters``, ``diagnostics``, ``connections``) needs a
+A feature module (``reverie.lsp.features``: notes, dream, diagnostics, connections...) needs a
 few things from the server (the job registry, the workers, a way to publish) and from one
 workspace folder (its places, its sessions, its lock). It types them as these Protocols, so it
 never imports ``server.py`` or ``tracking.py``: the server owns the features, the features do
@@ -11,9 +11,9 @@ not know the server, and there is no import circle between them. The concrete cl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from lsprotocol import types
@@ -22,33 +22,38 @@ if TYPE_CHECKING:
     from reverie.dream.gates import ScanThrottle
     from reverie.events import JobEvent
     from reverie.lsp.digests import ConversationDigests
-    from reverie.lsp.heap import HeapKeeper
     from reverie.lsp.jobs import JobRegistry
+    from reverie.lsp.workers import ServerWorkers
     from reverie.memory.lock import LockStatus
     from reverie.memory.write import MemoryWriter
     from reverie.session_memory.manager import SessionMemoryManager
     from reverie.transcripts.discovery import SessionRef
-    from reverie.transcripts.worker import ParseWorker
+
+
+class SearchIndex(Protocol):
+    """The server's search-index updates (``features.search_index.SearchIndexUpdates``)."""
+
+    def update(self, tracker: WorkspaceContext) -> None: ...
 
 
 class ServerContext(Protocol):
     """What features use of the server: jobs, workers, settings, publishing."""
 
     jobs: JobRegistry
+    workers: ServerWorkers
     conversations: ConversationDigests
-    heap: HeapKeeper
     dream_throttle: ScanThrottle
     memory_writer: MemoryWriter
     shutting_down: bool
 
     @property
+    def search_index(self) -> SearchIndex: ...
+
+    @property
+    def trackers(self) -> Mapping[Path, WorkspaceContext]: ...
+
+    @property
     def settings(self) -> Settings: ...
-
-    @property
-    def parse_worker(self) -> ParseWorker: ...
-
-    @property
-    def load_worker(self) -> ParseWorker: ...
 
     def session_memory(self) -> SessionMemoryManager: ...
 
@@ -56,11 +61,12 @@ class ServerContext(Protocol):
 
     def on_job_event(self, event: JobEvent) -> None: ...
 
+    def show(self, severity: Literal["error", "warning", "info"], message: str, *,
+             force: bool = False) -> None: ...
+
+    def refresh_file_diagnostics(self, path: Path) -> None: ...
+
     def notify(self, method: str, payload: Any) -> None: ...
-
-    async def dream_job_call(self, func: Callable[..., Any], /, *args: Any) -> Any: ...
-
-    async def abort_dream_job(self) -> None: ...
 
     def tracker_for_path(self, path: Path) -> WorkspaceContext | None: ...
 

@@ -19,10 +19,11 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from reverie.errors import UserError
-from reverie.lsp import connections as agent_connections
-from reverie.lsp import curation as entry_curation
-from reverie.lsp import review as staged_reviews
-from reverie.lsp import staleness
+from reverie.lsp import configuration, startup
+from reverie.lsp.features import connections as agent_connections
+from reverie.lsp.features import curation as entry_curation
+from reverie.lsp.features import review as staged_reviews
+from reverie.lsp.features import staleness
 from reverie.lsp.protocol import (
     AppendMessagesParams,
     ApplyReviewArgs,
@@ -60,6 +61,7 @@ from reverie.lsp.protocol import (
     build_schemas,
 )
 from reverie.lsp.server import ReverieLanguageServer
+from reverie.lsp.status import status as server_status
 from reverie.lsp.tracking import WorkspaceTracker
 
 logger = logging.getLogger(__name__)
@@ -128,10 +130,10 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
     import asyncio
 
     ls.log_handler.connect(ls.window_log_message, asyncio.get_running_loop())
-    ls.remember_loop()
+    ls.search_index.remember_loop()
     ls.initialized_event.set()
     build_schemas()
-    await ls.pull_settings()
+    await configuration.pull_settings(ls)
     s = ls.settings
     logger.info(
         "Reverie %s (pid %d): provider %s, %d workspace folder(s)",
@@ -140,19 +142,19 @@ async def initialized(ls: ReverieLanguageServer, params: types.InitializedParams
         s.provider,
         len(ls.workspace_folders()),
     )
-    await ls.register_config_watch()
-    ls.run_task(ls.warm_up(), "warm up")
+    await configuration.register_config_watch(ls)
+    ls.run_task(startup.warm_up(ls), "warm up")
     try:
         await ls.start_tracking()
     finally:
         ls.ready.set()
-    ls.run_task(ls.repair_agent_hooks(), "repair agent hooks")
+    ls.run_task(startup.repair_agent_hooks(ls), "repair agent hooks")
 
 
 async def did_change_configuration(
     ls: ReverieLanguageServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    await ls.settings_changed(params)
+    await configuration.settings_changed(ls, params)
 
 
 async def did_change_workspace_folders(
@@ -222,7 +224,7 @@ async def append_messages(ls: ReverieLanguageServer, params: Any) -> None:
 async def status(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     parse_args(StatusArgs, args)
     await ls.wait_ready()
-    result = ls.status()
+    result = server_status(ls)
     try:
         from reverie.llm.budget import spend
 

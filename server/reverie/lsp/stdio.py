@@ -15,8 +15,9 @@ import contextlib
 import os
 import stat
 import sys
+import threading
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 #: largest header line accepted (the body has no limit: ``readexactly``)
 _HEADER_LIMIT = 1 << 16
@@ -140,3 +141,12 @@ class BatchingWriter:
     def close(self) -> None:
         self.flush()
         self._stdout.close()
+
+
+def quiet_after_exit(stop: threading.Event, loop: asyncio.AbstractEventLoop,
+                      context: dict[str, Any]) -> None:
+    """Once ``exit`` arrived, handlers still running are cancelled as the loop ends; pygls then
+    reports each cancellation as an error in a callback. Those are expected: drop them."""
+    if stop.is_set() and isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)

@@ -18,14 +18,10 @@ from typing import TYPE_CHECKING, Any
 from reverie.config import ProjectPaths, Settings
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text, ensure_private_dir
-from reverie.lsp import diagnostics as diag
-from reverie.lsp import staleness
-from reverie.lsp.adapters import (
-    auto_dream_if_due,
-    feed_session_memory,
-    forced_extraction,
-    start_dream,
-)
+from reverie.lsp.features import diagnostics as diag
+from reverie.lsp.features import staleness
+from reverie.lsp.features.dream import auto_dream_if_due, start_dream
+from reverie.lsp.features.notes import feed_session_memory, forced_extraction
 from reverie.lsp.jobs import Job, JobResult
 from reverie.lsp.protocol import (
     AppendMessagesParams,
@@ -242,13 +238,13 @@ class WorkspaceTracker:
             try:
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms, tail_states=states or None,
-                    worker=self.server.parse_worker,
+                    worker=self.server.workers.parse,
                 )
             except Exception:  # a corrupt saved state must not stop tracking
                 logger.warning("discarding saved watcher state", exc_info=True)
                 watcher = SessionWatcher(
                     self.folder, s.agent_home, s.watch_debounce_ms,
-                    worker=self.server.parse_worker,
+                    worker=self.server.workers.parse,
                 )
             states = {}
             self._watcher = watcher
@@ -281,19 +277,17 @@ class WorkspaceTracker:
         self.last_activity = time.monotonic()
         if digests:
             await self._feed_session_memory(ref, session, digests)
-            # the server keeps the digests: freeze them out of the collector's traversals
-            self.server.heap.settle()
         self.schedule_dream_check()
 
     async def append_pushed(self, pushed: AppendMessagesParams) -> None:
         """Messages pushed by a client (``reverie/appendMessages``) take the watcher's path."""
-        from reverie.lsp.pushed import append_pushed
+        from reverie.lsp.features.pushed import append_pushed
         from reverie.transcripts.digest import pushed_session_digests
 
         # kept as a generic transcript: the watcher and discovery see it like any other session;
         # it is also fed at once (the conversation digests drop the watcher's repeat of it)
         path = await asyncio.to_thread(append_pushed, self.settings.agent_home, pushed)
-        read = await self.server.load_worker.call(pushed_session_digests, path)
+        read = await self.server.workers.load.call(pushed_session_digests, path)
         if read is not None:
             await self.on_appended(*read)
 
@@ -385,7 +379,7 @@ class WorkspaceTracker:
 
             cycle = SleepCycle(
                 self.settings, events=self.server.jobs.sink_for(job),
-                run=self.server.dream_job_call,
+                run=self.server.workers.dream_call,
                 writer=self.server.memory_writer,
             )
             report = await cycle.run(folder, date)

@@ -198,7 +198,9 @@ def build_server(settings: Settings, workspace: Path) -> MCPServer[Any]:
     async def search(
         query: Annotated[str, Field(description="what to look for, in plain words",
                                     min_length=1, max_length=1_000_000)],
-        limit: Annotated[int, Field(description="how many hits (1-20)", ge=1, le=20)] = 5,
+        limit: Annotated[int, Field(
+            description="how many hits (1-50; the answer stays under ~2,000 tokens)",
+            ge=1, le=50)] = 5,
         agent: Annotated[str | None, Field(
             description="only sessions of this agent: claude-code, codex, gemini-cli, aider"
         )] = None,

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from reverie.errors import ReverieError
+from reverie.fsutil import atomic_write_bytes
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -210,8 +211,6 @@ def write_bytes(root: Path, name: str, data: bytes, mode: int = 0o600) -> None:
         parent = _check_components(root, parts[:-1], create=True)
         if (parent / leaf).is_symlink():
             raise _refused(root, parts, "is a symlink")
-        from reverie.fsutil import atomic_write_bytes
-
         atomic_write_bytes(parent / leaf, data, mode)
         return
     with open_dir(root, parts[:-1], create=True) as dfd:

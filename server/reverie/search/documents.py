@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from reverie.analysis.models import SessionAnalysis
+from reverie.anchors.bullets import RETIRED_HEADING
 from reverie.memory.store import INDEX_NAME, parse_index, parse_topic, visible_files
 from reverie.redact import redact
 from reverie.transcripts.model import Message
@@ -234,8 +235,12 @@ def memory_documents(memory_dir: Path, name: str, text: str) -> list[Document]:
     at = _day_of(topic.meta.updated)
     sources = list(topic.meta.sources or [])
     body_offset = text.count("\n", 0, text.find(topic.body)) if topic.body in text else 0
+    lines = topic.body.splitlines()
+    cut = next((n for n, text in enumerate(lines) if RETIRED_HEADING.match(text)), None)
+    # facts moved under "## Retired" are history, not memory
+    live = "\n".join(lines if cut is None else lines[:cut])
     docs = []
-    for line, chunk in _entries(topic.body):
+    for line, chunk in _entries(live):
         body = clean(_BULLET.sub("", chunk, count=1))
         if not body:
             continue

@@ -55,8 +55,18 @@ class Recalled(NamedTuple):
     matched: tuple[str, ...]
 
 
+def too_broad(folder: Path) -> bool:
+    """The home folder or a root: a "workspace" there would hold every project below it."""
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError):
+        home = None
+    return folder.parent == folder or folder == home
+
+
 def find_index(data_dir: Path, cwd: Path) -> tuple[Path, Path] | None:
-    """``(workspace, index file)`` for ``cwd`` or its nearest parent that has an index."""
+    """``(workspace, index file)`` for ``cwd`` or its nearest parent that has an index, never
+    the home folder's or a root's (they would mix every project below them)."""
     projects = data_dir / "projects"
     current = cwd.expanduser()
     try:
@@ -64,6 +74,8 @@ def find_index(data_dir: Path, cwd: Path) -> tuple[Path, Path] | None:
     except OSError:
         return None
     for _ in range(MAX_PARENTS):
+        if too_broad(current):
+            return None
         candidate = projects / project_key(current) / "search" / INDEX_FILE
         if candidate.is_file():
             return current, candidate

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,10 @@ class HookInput:
     source: str | None
 
 
+#: a session id as the agents write them (UUIDs, rollout ids): no path in it
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+
 def parse_hook_input(raw: str | bytes) -> HookInput:
     """The fields Reverie uses from an agent's hook JSON (unknown fields are ignored)."""
     try:
@@ -62,6 +67,8 @@ def parse_hook_input(raw: str | bytes) -> HookInput:
     session_id = data.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         raise HookSkip("hook input has no session_id")
+    if not _PLAIN_ID.fullmatch(session_id.strip()):
+        raise HookSkip("hook input's session_id is not a plain id")  # ``..``, ``a/b``
 
     def text(key: str) -> str | None:
         value = data.get(key)

@@ -28,7 +28,7 @@ from reverie.errors import UserError
 from reverie.events import JobEvent
 
 if TYPE_CHECKING:
-    from reverie.dream.runner import DreamResult
+    from reverie.dream.models import DreamResult
     from reverie.memory.write import MemoryWriter
 
 REVIEW_DIR = "review"
@@ -136,7 +136,8 @@ async def stage_dream(settings: Settings, workspace: Path, *, manual: bool, extr
     import asyncio
     import secrets
 
-    from reverie.dream.runner import DreamRequest, DreamRunner
+    from reverie.dream.models import DreamRequest
+    from reverie.dream.runner import DreamRunner
     from reverie.memory.history import MemoryHistory
 
     live = ProjectPaths(settings, workspace).memory_dir

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.events import JobEvent
 from reverie.fsutil import atomic_write_text
+from reverie.hazards import UNTRUSTED_DATA
 from reverie.llm.capabilities import choose_mode, remember_no_tools
 from reverie.llm.errors import LLMToolsUnsupportedError, StructuredOutputError
 from reverie.llm.structured import complete_json, schema_prompt
@@ -63,11 +64,11 @@ MAX_CONVERSATION_CHARS = 480_000
 SYSTEM_PROMPT = (
     "You maintain a markdown notes file for a coding session. You can act only through the "
     "edit_file tool, and only on the notes file named in the instructions."
-)
+) + UNTRUSTED_DATA
 NO_TOOLS_SYSTEM = (
     "You maintain a markdown notes file for a coding session. You cannot call tools: you "
     "answer with the complete new notes file inside one JSON object, and nothing else."
-)
+) + UNTRUSTED_DATA
 _NO_TOOLS_TAIL = (
     "\n\nYou cannot call tools in this run: ignore any instruction to use edit_file. Instead "
     "return the COMPLETE new notes file (every section header and italic description line "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from reverie.background import Runner, run_in_background
 from reverie.redact import redact
@@ -31,13 +31,15 @@ from reverie.session_memory.cursor import (
     last_turn_has_tool_calls,
     start_after,
 )
+from reverie.session_memory.rule_based_job import (
+    OfflineNotesJob,
+    OfflineNotesResult,
+    notes_from_messages,
+    notes_from_transcript,
+)
 from reverie.transcripts.digest import MessageDigest, digests, pack_digests
 from reverie.transcripts.model import Message, Session
 from reverie.transcripts.tokens import context_tokens
-
-if TYPE_CHECKING:
-    from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +233,6 @@ class InMemoryConversation:
         return await run_in_background(select)
 
     async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
-        from reverie.session_memory.offline_job import notes_from_messages
-
         return await run_in_background(notes_from_messages, job, list(self.items))
 
 
@@ -270,8 +270,6 @@ class TranscriptConversation:
         return result
 
     async def offline_notes(self, job: OfflineNotesJob) -> OfflineNotesResult:
-        from reverie.session_memory.offline_job import notes_from_transcript
-
         run = self.job_run or self.run
         result: OfflineNotesResult = await run(
             notes_from_transcript, job, self.path, self.session_id

@@ -15,7 +15,7 @@ from typing import Protocol
 from reverie.config import Settings
 from reverie.events import EventSink
 from reverie.session_memory.cursor import ExtractedPoint
-from reverie.session_memory.offline_job import (
+from reverie.session_memory.rule_based_job import (
     OfflineNotesJob,
     OfflineNotesResult,
     notes_from_messages,

@@ -2,7 +2,7 @@
 
 ``SleepCycle(settings).run(workspace, date)`` reviews one workspace's sessions for a review date
 (default: today in local time) and returns a ``SleepReport``. With the offline engine (no API
-key) deep sleep and REM are deterministic (``reverie.sleep.offline``); with a provider, deep
+key) deep sleep and REM are deterministic (``reverie.sleep.rule_based``); with a provider, deep
 sleep sends one batch and REM one structured request. REM writes the same memory dir as dream,
 through its lock, transaction and history (source ``sleep``), so the run can be undone.
 """
@@ -32,9 +32,9 @@ from reverie.sleep.housekeeping import HistoryPruner, run_housekeeping
 from reverie.sleep.journal import journal_path, render_journal, write_journal
 from reverie.sleep.light import default_review_date, select_sessions
 from reverie.sleep.models import MemoryEntry, SleepReport
-from reverie.sleep.offline import consolidate_facts
 from reverie.sleep.prompts import REM_OVERRIDE_NAME, SUMMARY_OVERRIDE_NAME, load_instructions
 from reverie.sleep.rem import RemError, consolidate_with_model, stage_entries
+from reverie.sleep.rule_based import consolidate_facts
 from reverie.sleep.schedule import SleepState, save_state
 from reverie.sleep.tracing import PhaseSpan, SleepTracer
 from reverie.transcripts.discovery import SessionRef, discover_sessions

@@ -1,6 +1,6 @@
 """Deep sleep: one summary (+ memory candidates) per chosen session.
 
-Offline: ``reverie.sleep.offline`` derives them from the transcript and notes. With a model: one
+Offline: ``reverie.sleep.rule_based`` derives them from the transcript and notes. With a model: one
 structured request per session, all sent as one provider batch (``reverie.llm.batch``), polled
 with exponential backoff; items that fail, come back malformed or are still pending at the
 timeout are counted as failures and the rest are kept.
@@ -18,10 +18,10 @@ from reverie.llm.batch import BatchRequest, run_batch
 from reverie.llm.structured import parse_reply
 from reverie.llm.types import ChatMessage, ModelClient
 from reverie.sleep.models import ConversationSummary, MemoryCandidate, MemoryEntry, SessionDigest
-from reverie.sleep.offline import summarise_analysis
 from reverie.sleep.prompts import SUMMARY_SYSTEM, summary_request_text
 from reverie.sleep.redaction import redact_text
 from reverie.sleep.render import render_session
+from reverie.sleep.rule_based import summarise_analysis
 from reverie.transcripts.discovery import SessionRef
 from reverie.transcripts.model import Transcript
 from reverie.transcripts.reader import TranscriptError, load_transcript

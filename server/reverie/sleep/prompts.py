@@ -12,6 +12,7 @@ from datetime import date as Date
 from pathlib import Path
 
 from reverie.curation.brief import RULES, candidates_section
+from reverie.hazards import UNTRUSTED_DATA
 from reverie.session_memory.template import substitute
 from reverie.sleep.models import MemoryCandidate, MemoryEntry
 
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 SUMMARY_SYSTEM = (
     "You are Reverie's night reviewer. You read one coding-agent session from the past day and "
     "report on it for a work journal and for the project's long-term memory."
-)
+) + UNTRUSTED_DATA
 
 SUMMARY_INSTRUCTIONS = """\
 Review the session below and answer with a ConversationSummary.
@@ -37,7 +38,7 @@ Leave the list empty when the session taught nothing durable. Never include secr
 REM_SYSTEM = (
     "You are Reverie's memory keeper. Once a night you rewrite a project's long-term memory so "
     "it stays small, current and useful to the coding agents that load it."
-)
+) + UNTRUSTED_DATA
 
 REM_INSTRUCTIONS = """\
 Consolidate the memory below with what was learned on {date}.

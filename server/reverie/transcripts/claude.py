@@ -64,6 +64,10 @@ class ClaudeParser(RecordParser):
         self._warmup: OrderedDict[str, bool] = OrderedDict()  # uuids of "Warmup" chains
         self._is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
         self._summary: str | None = None
+        #: summaries waiting for their leaf message (leafUuid -> summary)
+        self._summaries: dict[str, str] = {}
+        #: the last message ids read: a summary written after its leaf is adopted at once
+        self._recent: OrderedDict[str, None] = OrderedDict()
         #: usage of a thinking-only line, kept until we know whether its response goes on
         self._pending_usage: dict[str, Any] | None = None
         #: the last timestamp string parsed, and its value (each record needs it twice)
@@ -82,6 +86,7 @@ class ClaudeParser(RecordParser):
             "chain_call": list(self._chain_call.items()),
             "warmup": list(self._warmup),
             "pending_usage": self._pending_usage,
+            "summaries": list(self._summaries.items()),
         }
 
     def restore_memo(self, memo: dict[str, Any]) -> None:
@@ -90,6 +95,7 @@ class ClaudeParser(RecordParser):
         self._warmup = OrderedDict((k, True) for k in memo.get("warmup", []))
         pending = memo.get("pending_usage")
         self._pending_usage = pending if isinstance(pending, dict) else None
+        self._summaries = {str(k): str(v) for k, v in memo.get("summaries", [])}
 
     def finish(self) -> list[Message]:
         return self._flush_pending()
@@ -127,7 +133,14 @@ class ClaudeParser(RecordParser):
         kind = record.get("type")
         if kind == "summary":
             summary = as_str(record.get("summary"))
-            if summary:
+            leaf = as_str(record.get("leafUuid"))
+            if summary and leaf and leaf not in self._recent:
+                # it names the conversation that ends at ``leaf``: only when that message is
+                # in this file is it this session's title (a resumed session's file starts with
+                # the summaries of the one it came from)
+                if len(self._summaries) < 64:
+                    self._summaries[leaf] = summary
+            elif summary:
                 self.session.title = summary
                 self.session.title_source = "summary"
             return []
@@ -182,6 +195,14 @@ class ClaudeParser(RecordParser):
             return []
         uuid = as_str(record.get("uuid")) or fingerprint_id("claude", line.offset, line.data)
         parent_uuid = as_str(record.get("parentUuid"))
+        self._recent[uuid] = None
+        if len(self._recent) > 512:
+            self._recent.popitem(last=False)
+        if self._summaries:
+            titled = self._summaries.pop(uuid, None)
+            if titled is not None:
+                self.session.title = titled
+                self.session.title_source = "summary"
         sidechain = record.get("isSidechain") is True
         timestamp = self._time(record.get("timestamp"))
         content = raw.get("content")

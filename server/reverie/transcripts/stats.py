@@ -49,7 +49,8 @@ class StatsFold:
             self.files.update(result.file_paths)
             if result.is_error:
                 self.error_ids.add(result.call_id)
-        if message.usage is not None:
+        if message.usage is not None and message.usage.context_tokens:
+            # an all-zero record (an API error's reply) measures nothing (tokens.context_tokens)
             self._usage_tokens = message.usage.context_tokens
             self._usage_api = message.api_message_id
             self._after_usage.clear()

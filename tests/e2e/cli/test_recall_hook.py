@@ -133,3 +133,29 @@ def test_a_damaged_or_missing_index_adds_nothing(project: Path,
     db.unlink()
     done = run_hook(payload, reverie_env["data"])
     assert done.returncode == 0 and done.stdout == ""
+
+
+def test_an_index_of_the_home_folder_is_never_used(reverie_env: dict[str, Path],
+                                                   tmp_path: Path, monkeypatch) -> None:
+    """A project without an index of its own below a folder that has one (someone searched in
+    their home folder): nothing, rather than every project's sessions."""
+    home = (tmp_path / "home-dir").resolve()
+    project = home / "src" / "shop"
+    project.mkdir(parents=True)
+    folder = reverie_env["agent_home"] / ".claude" / "projects" / claude_project_slug(str(home))
+    folder.mkdir(parents=True)
+    (folder / f"{PAST}.jsonl").write_text(_session(PAST, project, [
+        ("The coupon checkout test crashes with a TypeError when the cart is empty",
+         "Fixed: applyCoupon read cart.items[0] before checking the cart was empty.")]),
+        "utf-8")
+    refresh(ProjectPaths(Settings(), home))
+    env_home = {"HOME": str(home)}
+    raw = json.dumps({"session_id": NOW, "cwd": str(project),
+                      "prompt": "the coupon test crashes on an empty cart"})
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "reverie", "hook", "user-prompt-submit", "--data-dir",
+         str(reverie_env["data"])], input=raw, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **env_home}, check=False)
+    assert done.returncode == 0 and done.stdout == ""

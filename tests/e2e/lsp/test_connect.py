@@ -88,5 +88,5 @@ async def test_the_server_rewrites_hooks_left_by_a_previous_version(start_server
         await asyncio.sleep(0.1)
     hooks = json.loads(local.read_text())["hooks"]
     commands = [g["hooks"][0]["command"] for groups in hooks.values() for g in groups]
-    assert len(commands) == 2 and not any(str(gone) in c for c in commands), commands
+    assert len(commands) == 3 and not any(str(gone) in c for c in commands), commands
     assert all(" -P -m reverie hook " in c for c in commands)

@@ -210,3 +210,13 @@ async def test_hostile_queries_answer(project: Path) -> None:
             result = await session.call_tool("search", {"query": query})
             assert not result.is_error, _text(result)
             assert len(_text(result)) <= 2_000 * 4
+
+
+def test_never_serves_the_home_folder_by_accident(reverie_env: dict[str, Path]) -> None:
+    import subprocess
+
+    home = Path.home()
+    done = subprocess.run([sys.executable, "-m", "reverie", "mcp"], cwd=home, input=b"",
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 1 and done.stdout == b""
+    assert b"not a project folder" in done.stderr and b"Traceback" not in done.stderr

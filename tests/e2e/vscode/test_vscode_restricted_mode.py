@@ -214,7 +214,8 @@ def test_restricted_mode_ignores_the_repository_s_restricted_settings(
     page.keyboard.press("Enter")
     centre = workbench.notification_centre(page)
     saved = centre.locator(
-        ".notification-list-item", has_text=re.compile(r"Reverie (saved|improved)")
+        ".notification-list-item",
+        has_text=re.compile(r"Reverie (saved|improved|built your first memory)"),
     )
     failed = centre.locator(
         ".notification-list-item", has_text=re.compile(r"Reverie.*(failed|stopped)")

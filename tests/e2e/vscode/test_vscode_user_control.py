@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reverie.testing.scripts import load_script
 
-pytestmark = [pytest.mark.vscode, pytest.mark.e2e]
+from e2e.vscode import workbench
 
-workbench = load_script(Path(__file__).with_name("workbench.py"), "reverie_e2e_vscode_workbench")
+# one real editor at a time, on one xdist worker (two code-servers on a 2-core machine would
+# each miss their timeouts)
+pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
+
 shot = workbench.shot
 run_command = workbench.run_command
 notification_centre = workbench.notification_centre

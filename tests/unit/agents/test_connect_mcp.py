@@ -83,7 +83,7 @@ def test_personal_scope_registers_in_claude_json_and_disconnect_restores_it(
     data = json.loads(state.read_text("utf-8"))
     server = data["projects"][str(ws)]["mcpServers"]["reverie"]
     assert server["type"] == "stdio" and server["command"] == sys.executable
-    assert server["args"] == ["-P", "-m", "reverie", "mcp"]
+    assert server["args"] == ["-P", "-m", "reverie", "mcp", "--workspace", str(ws)]
     # everything else untouched
     assert data["projects"]["/somewhere/else"] == CLAUDE_STATE["projects"]["/somewhere/else"]
     assert data["mcpServers"] == CLAUDE_STATE["mcpServers"]
@@ -149,7 +149,7 @@ def test_project_scope_writes_mcp_json_and_disconnect_removes_it(home: Path,
                                                                   ws: Path) -> None:
     result = connect("claude-code", ws, "project", Settings())
     mcp = json.loads((ws / ".mcp.json").read_text("utf-8"))
-    assert mcp["mcpServers"]["reverie"]["args"][-2:] == ["reverie", "mcp"]
+    assert mcp["mcpServers"]["reverie"]["args"][-2:] == ["reverie", "mcp"]  # cwd: the project
     assert any(".mcp.json" in note for note in result.notes)
     assert not (home / ".claude.json").exists()
     disconnect("claude-code", ws, Settings())

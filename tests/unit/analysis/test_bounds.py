@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from reverie.analysis import SessionAnalyser, analyse_session
-from reverie.session_memory.offline import build_notes
+from reverie.session_memory.rule_based import build_notes
 from reverie.session_memory.template import check_notes, default_template
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult
 

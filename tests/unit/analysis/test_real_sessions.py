@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from reverie.session_memory.rule_based import NotesRenderer
+
 from reverie.analysis import analyse_session
 from reverie.analysis.outcomes import output_verdict, prose
 from reverie.analysis.statements import split_request
-from reverie.session_memory.offline import NotesRenderer
 from reverie.transcripts.aider import AiderRun, parse_history
 from reverie.transcripts.base import ParseStats
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult
@@ -284,3 +285,29 @@ def test_tracker_ignored_and_quoted_paths_become_facts() -> None:
     # a path that failed unquoted and was never retried quoted says nothing
     plain = analyse_session([*_shell(1, "ls src/*.orig", 1, "zsh:1: no matches found: src/*.orig")])
     assert plain.quoted_paths == []
+
+
+def test_a_stale_summary_whose_leaf_is_not_in_the_file_is_not_the_title(tmp_path: Path) -> None:
+    import json
+
+    from reverie.transcripts.reader import TranscriptReader
+
+    def record(uuid: str, text: str) -> dict[str, object]:
+        return {"type": "user", "uuid": uuid, "parentUuid": None, "sessionId": "s1",
+                "cwd": "/w", "timestamp": "2026-03-02T09:00:00Z",
+                "message": {"role": "user", "content": text}}
+
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text("\n".join(json.dumps(r) for r in (
+        {"type": "summary", "summary": "Old session: fix the importer", "leafUuid": "gone-1"},
+        record("u1", "add a health endpoint"))) + "\n", "utf-8")
+    reader = TranscriptReader(resumed)
+    list(reader)
+    assert reader.session.title != "Old session: fix the importer"
+    own = tmp_path / "own.jsonl"
+    own.write_text("\n".join(json.dumps(r) for r in (
+        {"type": "summary", "summary": "Health endpoint", "leafUuid": "u1"},
+        record("u1", "add a health endpoint"))) + "\n", "utf-8")
+    reader = TranscriptReader(own)
+    list(reader)
+    assert reader.session.title == "Health endpoint"

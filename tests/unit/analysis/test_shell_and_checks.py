@@ -72,6 +72,16 @@ def test_nothing_to_commit_is_not_a_failure() -> None:
     assert analysis.errors == []
 
 
+def test_benign_non_zero_exits_are_not_failures() -> None:
+    analysis = analyse_session(_session(
+        _run(1, "grep -rn 'retryDelay' internal/", 1, ""),                 # no match
+        _run(2, "diff internal/queue/retry.go /dev/null", 1, "1d0\n< package queue"),
+        _run(3, "git diff --exit-code", 1, "diff --git a/x b/x"),           # there are changes
+        _run(4, "git commit -m wip", 1, "nothing added to commit but untracked files present"),
+    ))
+    assert analysis.errors == [] and analysis.still_failing == []
+
+
 def test_a_failure_superseded_by_another_command_at_the_same_goal_is_not_still_failing() -> None:
     analysis = analyse_session(_session(
         _run(1, "npm test", 1, "npm ERR! Missing script: \"test\""),
@@ -121,8 +131,9 @@ def test_an_all_zero_usage_record_does_not_reset_the_context_estimate() -> None:
 # -- class 9 -------------------------------------------------------------------------------
 
 def test_the_dream_dates_facts_by_the_sessions_own_times(tmp_path: Path) -> None:
-    from reverie.curation.sessions import SessionSource
     from reverie.dream.offline import consolidate_sources
+
+    from reverie.curation.sessions import SessionSource
 
     def session(name: str, day: int, text: str) -> SessionSource:
         path = tmp_path / f"{name}.jsonl"

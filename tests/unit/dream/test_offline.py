@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from reverie.dream.offline import SessionInput, consolidate_offline
+from reverie.dream.rule_based import SessionInput, consolidate_offline
 from reverie.memory.store import MAX_ENTRY_CHARS, check_index, parse_index, read_topic
 from reverie.transcripts.model import (
     Message,

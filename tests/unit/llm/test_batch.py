@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from reverie.llm.batch import BatchRequest, run_batch
+from reverie.llm.extractive import OfflineClient
 from reverie.llm.http import HttpModelClient
-from reverie.llm.offline import OfflineClient
 from reverie.llm.types import ChatMessage
 from support.clock import FakeClock
 from support.fake_llm import BatchBehaviour, FakeLLMServer, FakeRequest, Step

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from reverie.config import ModelPrice, Settings
 from reverie.llm.anthropic import AnthropicClient
 from reverie.llm.errors import LLMConfigError, LLMServerError, StructuredOutputError
+from reverie.llm.extractive import OfflineClient, extract_summary
 from reverie.llm.factory import make_client
 from reverie.llm.http import parse_retry_after
-from reverie.llm.offline import OfflineClient, extract_summary
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage, ModelClient

@@ -200,7 +200,7 @@ async def test_session_memory_events_are_attributed_by_task():
     """A skip reported for a new request while a run is going on is not that run's outcome."""
     from types import SimpleNamespace
 
-    from reverie.lsp.adapters import session_memory_sink
+    from reverie.lsp.features.notes import session_memory_sink
 
     h = Harness()
     server = SimpleNamespace(jobs=h.registry, tracker_for_path=lambda path: None)

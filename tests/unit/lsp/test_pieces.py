@@ -13,12 +13,12 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from reverie.lsp.diagnostics import line_range, notes_diagnostics
 from reverie.lsp.digests import ConversationDigests
+from reverie.lsp.features.diagnostics import line_range, notes_diagnostics
+from reverie.lsp.features.pushed import append_pushed
 from reverie.lsp.handlers import parse_args
 from reverie.lsp.log import ClientLogHandler
 from reverie.lsp.protocol import AppendMessagesParams, CancelJobArgs, DreamArgs, SleepArgs
-from reverie.lsp.pushed import append_pushed
 from reverie.transcripts.digest import pushed_session_digests as read_pushed
 
 

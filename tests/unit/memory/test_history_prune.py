@@ -201,13 +201,14 @@ from datetime import datetime
 from pathlib import Path
 from reverie.memory.history import MemoryHistory
 from reverie.memory.lock import ConsolidationLock
+from reverie.memory.write import MemoryWriter
 memory_dir = Path(sys.argv[1])
 history = MemoryHistory(memory_dir)
 cutoff = datetime.fromisoformat(sys.argv[2])
 print("ready", flush=True)
 sys.stdin.readline()
 lock = ConsolidationLock(memory_dir)  # as housekeeping does: recovery sweeps what a kill left
-assert lock.try_acquire(lambda: False)
+assert lock.try_acquire(lambda: MemoryWriter().finish_interrupted(memory_dir))
 history.prune(cutoff)
 lock.rollback()
 print("done", flush=True)
@@ -244,7 +245,7 @@ def test_a_kill_at_any_moment_leaves_a_valid_history(tmp_path: Path) -> None:
         _fsck(history)
     assert finished < len(delays), "no kill landed before the prune finished"
     lock = ConsolidationLock(memory_dir)
-    assert lock.try_acquire(lambda: False)
+    assert lock.try_acquire(lambda: MemoryWriter().finish_interrupted(memory_dir))
     assert history.prune(cutoff)[0] in (0, len(runs) - len(kept_ids))
     lock.rollback()
     assert [r.run_id for r in history.runs()] == kept_ids

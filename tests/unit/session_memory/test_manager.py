@@ -13,7 +13,7 @@ from reverie.config import ProjectPaths, Settings
 from reverie.events import EventRecorder
 from reverie.session_memory.cursor import MessageCursor
 from reverie.session_memory.manager import SessionMemoryManager
-from reverie.session_memory.offline_job import OfflineNotesJob, OfflineNotesResult
+from reverie.session_memory.rule_based_job import OfflineNotesJob, OfflineNotesResult
 from reverie.session_memory.source import InMemoryConversation, RecentContext
 from reverie.session_memory.state import load_state
 from reverie.session_memory.template import check_notes, default_template

@@ -9,7 +9,7 @@ import pytest
 
 from reverie.config import Settings
 from reverie.events import discard_events
-from reverie.session_memory.offline_job import (
+from reverie.session_memory.rule_based_job import (
     OfflineNotesJob,
     PointFold,
     notes_from_transcript,

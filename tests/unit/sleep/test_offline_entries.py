@@ -12,8 +12,8 @@ from reverie.curation.facts import Fact
 from reverie.memory.store import blocking_problems, check_index
 from reverie.sleep.entries import fix_recorded_dates, load_entries, render_files
 from reverie.sleep.models import ConsolidatedMemory, MemoryEntry
-from reverie.sleep.offline import consolidate_facts, notes_sections, summarise_offline
 from reverie.sleep.rem import capped_model
+from reverie.sleep.rule_based import consolidate_facts, notes_sections, summarise_offline
 from reverie.transcripts.model import (
     Message,
     Session,

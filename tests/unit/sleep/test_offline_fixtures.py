@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reverie.sleep.offline import summarise_offline
+from reverie.sleep.rule_based import summarise_offline
 from reverie.transcripts.reader import load_transcript
 
 CODEX = (

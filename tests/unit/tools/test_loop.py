@@ -14,8 +14,8 @@ import pytest
 from reverie.events import EventRecorder
 from reverie.llm.anthropic import AnthropicClient
 from reverie.llm.errors import LLMAuthError
+from reverie.llm.extractive import OfflineClient
 from reverie.llm.http import HttpModelClient
-from reverie.llm.offline import OfflineClient
 from reverie.llm.openai import OpenAIClient
 from reverie.llm.retry import RetryPolicy
 from reverie.llm.types import ChatMessage

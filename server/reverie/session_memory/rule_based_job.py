@@ -8,7 +8,7 @@ worker process, which streams the transcript, builds the notes and sends back on
 its generated lines and where the conversation ended (``ExtractedPoint``). The CLI and tests run
 the same functions in a thread.
 
-What the notes say is ``session_memory.offline.build_notes``; this module only feeds it and
+What the notes say is ``session_memory.rule_based.build_notes``; this module only feeds it and
 works out the ``ExtractedPoint`` in the same single pass (``PointFold``).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reverie.session_memory.cursor import ExtractedPoint, MessageCursor
-from reverie.session_memory.offline import OfflineNotes, build_notes
+from reverie.session_memory.rule_based import OfflineNotes, build_notes
 from reverie.session_memory.template import NotesTemplate
 from reverie.transcripts.digest import MessageDigest, digest
 from reverie.transcripts.model import Message, Session
