@@ -7,11 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reverie.session_memory.rule_based import NotesRenderer
-
 from reverie.analysis import analyse_session
 from reverie.analysis.outcomes import output_verdict, prose
 from reverie.analysis.statements import split_request
+from reverie.session_memory.rule_based import NotesRenderer
 from reverie.transcripts.aider import AiderRun, parse_history
 from reverie.transcripts.base import ParseStats
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult
