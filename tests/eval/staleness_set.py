@@ -305,6 +305,23 @@ def _swap_sphinx(ws: GitWorkspace) -> None:
                                                               "sphinx-build docs site"))
 
 
+def _orphan_branch_without_discount(ws: GitWorkspace) -> None:
+    """``git checkout --orphan other`` and a first commit there without the discount helper:
+    a branch that never had it (nothing established: not stale)."""
+    ws.delete("src/lib/discount.ts")
+    ws.write("src/App.tsx", "export function App() {\n  return null\n}\n")
+    ws.repo.refs.set_symbolic_ref(b"HEAD", b"refs/heads/other")  # the next commit is a root
+
+
+def _shallow_after_deleting(ws: GitWorkspace) -> None:
+    """The commit that deleted ``billing/tax.py`` is cut off by a shallow clone."""
+    ws.delete("billing/tax.py")
+    ws.commit("delete tax")
+    ws.write("README.md", "# billing-rules\n\nInvoice maths, v2.\n")
+    ws.commit("later")
+    (ws.root / ".git" / "shallow").write_text(ws.repo.head().decode() + "\n")
+
+
 def _unrelated_acme(ws: GitWorkspace) -> None:
     ws.write("src/components/Header.tsx", "export const Header = () => <h1>Acme</h1>\n")
     ws.edit("README.md", "The shop front.", "The shop front, built with Vite.")
@@ -351,6 +368,8 @@ CASES: list[Case] = [
          lambda ws: (ws.move("src/lib/discount.ts", "src/pricing/discount.ts"),
                      ws.edit("src/App.tsx", "@/lib/discount", "@/pricing/discount"))),
     Case("acme-unrelated", A, "unrelated", _unrelated_acme),
+    Case("acme-orphan-branch", A, "branch switch", _orphan_branch_without_discount,
+         notes="a branch that never had discount.ts: unverifiable, never stale"),
     Case("acme-tsconfig-paths-removed", A, "config change",
          lambda ws: ws.edit("tsconfig.json", '"paths"', '"typeRoots"'), ("TS2307",)),
     # --- billing-rules ----------------------------------------------------------------------
@@ -377,6 +396,8 @@ CASES: list[Case] = [
          _pyproject_swap('dev = ["ruff>=0.6", "mypy>=1.10"]', 'dev = ["mypy>=1.11", "ruff>=0.7"]')),
     Case("billing-test-added", B, "unrelated",
          lambda ws: ws.write("tests/test_proration.py", "def test_leap():\n    assert True\n")),
+    Case("billing-shallow-clone", B, "shallow clone", _shallow_after_deleting, commit=False,
+         notes="the deleting commit is past the shallow cut: unverifiable, never stale"),
     Case("billing-ruff-dropped", B, "dependency swap",
          _pyproject_swap('"ruff>=0.6", ', '"flake8>=7", '), ("mypy billing",)),
     # --- ledger-api -------------------------------------------------------------------------

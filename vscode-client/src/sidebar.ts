@@ -94,6 +94,9 @@ export class SessionsTree extends ServerTree<SessionRow> {
 
 // --- memory -------------------------------------------------------------------------------------
 
+/** The diagnostics source of stale memory facts (server: ``reverie.lsp.staleness``). */
+const STALENESS_SOURCE = 'reverie.staleness';
+
 /** One entry (a bullet line) of a memory file: what Forget, Pin, Edit and Move act on. */
 export interface MemoryEntryNode {
   uri: vscode.Uri;
@@ -146,7 +149,17 @@ export class MemoryTree extends ServerTree<MemoryNode> {
     const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.Collapsed);
     const problems = countedProblems(uri);
     const errors = problems.filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
-    item.description = problems.length ? `${problems.length} problem${problems.length === 1 ? '' : 's'}` : undefined;
+    // stale facts (reverie check) are counted apart from the files' other problems
+    const stale = problems.filter((d) => d.source === STALENESS_SOURCE).length;
+    const others = problems.length - stale;
+    const counts: string[] = [];
+    if (stale) {
+      counts.push(`${stale} stale`);
+    }
+    if (others) {
+      counts.push(`${others} problem${others === 1 ? '' : 's'}`);
+    }
+    item.description = counts.length ? counts.join(', ') : undefined;
     item.iconPath = new vscode.ThemeIcon(errors ? 'error' : problems.length ? 'warning' : path.basename(uri.fsPath) === 'MEMORY.md' ? 'book' : 'file');
     item.command = { command: 'vscode.open', title: 'Open', arguments: [uri] };
     item.contextValue = 'memoryFile';

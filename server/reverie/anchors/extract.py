@@ -38,6 +38,9 @@ rs java kt kts scala rb php c h cc cpp hpp cs swift m sql sh bash zsh ps1 cfg in
 css scss sass less vue svelte astro graphql gql proto tf hcl xml gradle properties dockerfile
 ipynb r jl ex exs erl hs ml lua dart zig nim sol prisma csv tsv
 """.split())
+#: a fact longer than this (a pasted log) is read for anchors only this far
+MAX_FACT_CHARS = 4_000
+MAX_TOKENS = 400
 _NEGATION = re.compile(
     r"\b(?:never|not|no|don'?t|do not|does not|doesn'?t|avoid|instead of|rather than|no longer|"
     r"without|formerly|stop using|stopped using|drop|dropped|dropping|unwanted|stray|remove|"
@@ -149,8 +152,8 @@ class Extractor:
         draft = _Draft(text=text)
         if not self.tree.root.is_dir():
             return draft
-        masked = _mask_excluded(text)
-        tokens = list(_tokens(masked))
+        masked = _mask_excluded(text[:MAX_FACT_CHARS])
+        tokens = list(_tokens(masked))[:MAX_TOKENS]
         negated = {t.start for t in tokens if _is_negated(masked, t.start)}
         kept = [t for t in tokens if t.start not in negated]
         negated_words = {t.text.lower().strip(_WORD_STRIP + "`.") for t in tokens

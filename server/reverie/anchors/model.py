@@ -48,7 +48,7 @@ class Anchor(BaseModel):
             "script": f"script `{self.value}`{where}",
             "target": f"target `{self.value}`{where}",
             "dep": f"dependency `{self.value}`{where}",
-            "config": f"`{self.value}`{where}",
+            "config": f"`{self.value.replace('=', ': ', 1)}`{where}",
             "bin": f"`{self.value}` on PATH",
         }[self.kind]
 

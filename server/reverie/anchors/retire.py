@@ -79,7 +79,8 @@ def maintain_memory(memory_dir: Path, workspace: Path, today: date,
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
     what follows: retirements, anchors, aging marks, index hooks."""
     check = check_memory(memory_dir, workspace, today, aging_days)
-    return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True)
+    return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True,
+                  record=workspace.is_dir())
 
 
 def curate_facts(memory_dir: Path, workspace: Path, today: date, *,
@@ -98,12 +99,14 @@ def curate_facts(memory_dir: Path, workspace: Path, today: date, *,
         if status.fact.key in retire_keys and status.status != "stale":
             status.reason = "retired by hand"
     return _apply(memory_dir, check, today, lambda s: s.fact.key in retire_keys, overrides,
-                  mark_aging=False)
+                  mark_aging=False, record=workspace.is_dir())
 
 
 def _apply(memory_dir: Path, check: MemoryCheck, today: date,
            retiring: Callable[[FactStatus], bool], overrides: dict[str, Recorded], *,
-           mark_aging: bool) -> MaintainResult:
+           mark_aging: bool, record: bool) -> MaintainResult:
+    """``record``: write anchors to the front matter (not when the workspace is not here: what
+    resolves nowhere would be recorded as "no anchor")."""
     result = MaintainResult(check=check)
     by_topic: dict[str, list[FactStatus]] = {}
     for status in check.facts:
@@ -113,7 +116,7 @@ def _apply(memory_dir: Path, check: MemoryCheck, today: date,
         statuses = by_topic.get(topic.name, [])
         retire = [s for s in statuses if retiring(s) and not s.fact.pinned]
         new_text, retired, aging = _rewrite(topic, statuses, today, retire, overrides,
-                                            mark_aging)
+                                            mark_aging, record)
         if new_text != topic.text:
             try:
                 atomic_write_text(memory_dir / topic.name, new_text)
@@ -133,7 +136,7 @@ def _apply(memory_dir: Path, check: MemoryCheck, today: date,
 
 def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
              retire: list[FactStatus], overrides: dict[str, Recorded],
-             mark_aging: bool) -> tuple[str, list[FactStatus], int]:
+             mark_aging: bool, record: bool) -> tuple[str, list[FactStatus], int]:
     lines = topic.text.splitlines()
     trailing = topic.text.endswith("\n")
     keep = [s for s in statuses if s not in retire]
@@ -174,11 +177,14 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
         {k: [a.to_yaml() for a in v.anchors] for k, v in old.items()}
     changed_dates = {k: v.verified for k, v in entries.items()} != \
         {k: v.verified for k, v in old.items() if k in entries}
+    if not record:
+        changed_anchors = changed_dates = False
     if topic.meta is not None and (body_changed or changed_anchors or changed_dates) and \
             _has_front_matter(topic.text):
         meta = topic.meta.model_copy(deep=True)
         extra = dict(meta.model_extra or {})
-        extra[ANCHORS_KEY] = anchors_block(entries)
+        if record:
+            extra[ANCHORS_KEY] = anchors_block(entries)
         for key, value in extra.items():
             setattr(meta, key, value)
         if moved and meta.description:

@@ -72,6 +72,7 @@ class WorkTree:
         self._deletions: tuple[dict[str, tuple[str, Any, Any]], str] | None = None
         self._versions: dict[str, list[str]] = {}
         self._head_paths: set[str] | None = None
+        self._by_name: dict[str, list[str]] | None = None
         self._past_names: dict[str, str] = {}
         self._past_scanned: set[str] = set()
         self._history_spent = 0.0
@@ -560,8 +561,12 @@ class WorkTree:
 
     def find_suffix(self, rel: str) -> list[str]:
         """Files whose path ends with ``/rel`` (``install.md`` -> ``docs/install.md``)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for path in self.files():
+                self._by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
         tail = "/" + rel
-        return [p for p in self.files() if p.endswith(tail)]
+        return [p for p in self._by_name.get(rel.rsplit("/", 1)[-1], []) if p.endswith(tail)]
 
 
 def _decode(data: bytes) -> str:

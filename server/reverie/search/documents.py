@@ -192,12 +192,19 @@ def _day_of(value: object) -> datetime | None:
     return None
 
 
+#: a topic's retired facts (``reverie.anchors.retire``) follow this heading: history, not memory
+_RETIRED = re.compile(r"^#{2,6}\s+Retired\b", re.IGNORECASE)
+
+
 def _entries(body: str) -> Iterable[tuple[int, str]]:
-    """Bullets with their indented continuation lines, and paragraphs, with 0-based lines."""
+    """Bullets with their indented continuation lines, and paragraphs, with 0-based lines;
+    nothing under a ``## Retired`` heading (a retired fact is never recalled)."""
     lines = body.splitlines()
     index = 0
     while index < len(lines):
         line = lines[index]
+        if _RETIRED.match(line):
+            return
         if not line.strip() or line.lstrip().startswith("#"):
             index += 1
             continue

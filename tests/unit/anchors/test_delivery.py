@@ -56,3 +56,13 @@ def test_copies_carry_only_live_facts(tmp_path: Path) -> None:
     assert "Money helpers" not in copy
     assert "build: `pnpm build`" in copy and "Use sentence case for headings" in copy
     assert (memory / "MEMORY.md").read_text() == INDEX  # delivery never edits the memory
+
+
+def test_retired_facts_are_never_indexed_for_recall(tmp_path: Path) -> None:
+    from reverie.search.documents import memory_documents
+
+    text = (TOPIC + "\n## Retired\n\n- Money helpers live in src/lib/old.ts.\n"
+            "  (retired on 2026-12-01: `src/lib/old.ts` no longer exists; deleted in abc1234)\n")
+    bodies = [d.body for d in memory_documents(tmp_path, "scripts.md", text)]
+    assert any("pnpm build" in b for b in bodies)
+    assert not any("old.ts" in b for b in bodies)

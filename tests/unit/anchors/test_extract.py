@@ -100,3 +100,13 @@ def test_front_matter_form_round_trips() -> None:
 def test_no_workspace_means_no_anchors(tmp_path: Path) -> None:
     tree = WorkTree(tmp_path / "gone")
     assert Extractor(tree).extract("Money helpers live in src/lib/money.ts.") == []
+
+
+def test_a_hostile_fact_is_read_in_bounded_time(ws: GitWorkspace) -> None:
+    import time
+
+    text = " ".join(f"src/x{n}/file{n}.ts `sym{n}Name()`" for n in range(20_000))
+    started = time.process_time()
+    found = Extractor(WorkTree(ws.root)).extract(text)
+    assert time.process_time() - started < 5
+    assert found == []
