@@ -154,9 +154,12 @@ def _segment_kind(segments: list[str], index: int, *, upper: bool, url: bool) ->
 
 # --- values ----------------------------------------------------------------------------------
 
+#: a placeholder's words: ``your password``, ``API-KEY``, ``Db_Password`` (never digits or mixed
+#: case inside a word, which is what a random value inside brackets looks like)
+_WORDS = r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[ _.-](?:[A-Z]?[a-z]+|[A-Z]+)){0,6}"
 _PLACEHOLDER = re.compile(
-    r"[A-Z]+(?:_[A-Z]+)+|.*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)|<[A-Za-z][\w .-]{0,40}>"
-    r"|\[[A-Za-z][\w .-]{0,40}\]|your[-_][\w-]+|YOUR[-_][\w-]+"
+    r"[A-Z]+(?:_[A-Z]+)+|.*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)"
+    rf"|<{_WORDS}>|\[{_WORDS}\]|your[-_][\w-]+|YOUR[-_][\w-]+"
 )
 _REFERENCE = re.compile(
     r"\$(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)|\$\{[A-Za-z_][\w]*(?:[:?+-][^}]{0,80})?\}"
