@@ -44,7 +44,9 @@ _SENDS = re.compile(
     r"(?i)\b(?:curl|wget|nc|ncat|netcat|scp|rsync|sftp|ftp|http[sx]?|post|upload|send|paste|"
     r"exfiltrate|mail|webhook)\b"
 )
-_URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://\S+|\bwww\.\S+\.\w{2,}")
+_URL = re.compile(r"(?i)\b(?:https?|ftp|wss?)://(?P<host>\[[^\]\s]*\]|[^/\s:?#]+)\S*|\bwww\.\S+\.\w{2,}")
+#: a URL on this machine (a dev server's port, a local callback) sends nothing anywhere
+_LOOPBACK_HOST = re.compile(r"(?i)^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[(?:::1|::)\])$")
 
 
 def hazard_of(text: str) -> str | None:
@@ -55,7 +57,7 @@ def hazard_of(text: str) -> str | None:
         return "deletes outside the project"
     if _CREDENTIAL.search(text) and _SENDS.search(text):
         return "moves credentials"
-    if _URL.search(text):
+    if any(not _LOOPBACK_HOST.match(url.group("host") or "") for url in _URL.finditer(text)):
         return "carries a URL"
     return None
 
@@ -73,10 +75,27 @@ _REPORTED = re.compile(
 _QUOTE_SPAN = re.compile(r"\"(?:[^\"\n ]+ ){4,}[^\"\n]*\"|“(?:[^”\n ]+ ){4,}[^”\n]*”")
 
 
+#: the user takes the reported words as their own ("finance says totals must round half-up …
+#: Please switch it.", "change of plan: the lead says …")
+_ADOPTED = re.compile(
+    r"(?i)\b(?:please (?:switch|change|apply|update|make|follow|go with|do)|switch (?:it|over|to it)|"
+    r"let'?s (?:do|go with|switch|follow)|change of plan|go with (?:it|that|this)|"
+    r"do (?:it|that|as (?:they|he|she) (?:say|says|said))|(?:i|we) agree|makes sense|"
+    r"(?:i|we)'?(?:ve| have)? decided)\b")
+#: ... or keeps them at arm's length ("my colleague said: always …; I disagree")
+_REJECTED = re.compile(
+    r"(?i)\b(?:(?:i|we) (?:disagree|don'?t agree|do not agree|don'?t think|doubt)|ignore (?:it|that|"
+    r"this|them)|don'?t (?:do|follow|listen)|do not (?:do|follow)|not (?:true|right|so sure)|wrong|"
+    r"no way|nonsense|but no\b|not sure)")
+
+
 def own_words(text: str) -> str:
     """``text`` without what the user did not say themselves: quoted lines (``> …``), fenced
     blocks, quoted spans, and what follows a reported-speech verb in its sentence ("my colleague
-    said: always run …; I disagree" keeps "I disagree")."""
+    said: always run …; I disagree" keeps "I disagree"), unless the user plainly adopts what was
+    reported ("finance says totals must round half-up … Please switch it."). Quoted lines,
+    fences and quoted spans are never adopted: they are pasted material."""
+    adopted = bool(_ADOPTED.search(text)) and not _REJECTED.search(text)
     kept: list[str] = []
     fenced = False
     for line in text.split("\n"):
@@ -86,7 +105,7 @@ def own_words(text: str) -> str:
         if fenced or _QUOTED_LINE.match(line):
             continue
         line = _QUOTE_SPAN.sub(" ", line)
-        kept.append(_without_reported(line))
+        kept.append(line if adopted else _without_reported(line))
     return "\n".join(kept)
 
 

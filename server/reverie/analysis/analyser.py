@@ -255,6 +255,23 @@ def command_of(call: ToolCall) -> str | None:
     return None
 
 
+#: what of a failed output the analysis reads (the hook and workflow checks look at its first
+#: 20,000 characters, the error line at its head and tail): only that much is redacted
+_OUTPUT_HEAD = 24_000
+_OUTPUT_TAIL = 4_000
+
+
+def _bounded_output(output: str) -> str:
+    """``output``'s head and tail, cut at line ends, so a 50 MB log costs what 28 KB does."""
+    if len(output) <= _OUTPUT_HEAD + _OUTPUT_TAIL:
+        return output
+    head_end = output.rfind("\n", 0, _OUTPUT_HEAD)
+    tail_start = output.find("\n", len(output) - _OUTPUT_TAIL)
+    head = output[:head_end if head_end > 0 else _OUTPUT_HEAD]
+    tail = output[tail_start + 1 if tail_start >= 0 else len(output) - _OUTPUT_TAIL:]
+    return f"{head}\n…\n{tail}"
+
+
 class SessionAnalyser:
     """Feed messages oldest first (``feed``), then read the ``result``."""
 
@@ -349,7 +366,7 @@ class SessionAnalyser:
             if call is None:
                 continue  # an agent may log several results for one call: the first counts
             failed = result_failed(result)
-            output = self._clean(result.output) if failed else ""
+            output = self._clean(_bounded_output(result.output)) if failed else ""
             self._outcome(call, failed, output, has_result=True)
 
     def feed_all(self, messages: Iterable[Message]) -> SessionAnalyser:
