@@ -8,6 +8,7 @@ equal the digests of what the in-process reading parses).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -54,6 +55,15 @@ def parse_worker() -> Iterator[ParseWorker]:
     worker = ParseWorker()
     yield worker
     worker.close()
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.WARNING)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 @pytest.fixture(params=["thread", "worker"])
@@ -284,7 +294,6 @@ async def test_cancelling_the_consumer_stops_the_watcher(
 @pytest.mark.parametrize("when", ["idle", "busy"])
 async def test_worker_killed_mid_watch_is_recovered_without_loss_or_repeat(
     reverie_env: dict[str, Path], parse_worker: ParseWorker, tmp_path: Path, when: str,
-    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """SIGKILL the worker process: the watcher re-creates its reader from its last states.
 
@@ -304,7 +313,13 @@ async def test_worker_killed_mid_watch_is_recovered_without_loss_or_repeat(
     await asyncio.sleep(0.3)
     path.write_bytes(turn1)
     await _until(lambda: _count(events) >= 16)
-    caplog.set_level("WARNING", logger="reverie.transcripts.watch")
+    # a handler on the watcher's own logger: what other tests in this worker process did to the
+    # root logger's handlers or to propagation cannot hide the record
+    lost: list[logging.LogRecord] = []
+    watch_logger = logging.getLogger("reverie.transcripts.watch")
+    capture = _ListHandler(lost)
+    watch_logger.addHandler(capture)
+    watch_logger.disabled = False
     old_pid = parse_worker.pid
     assert old_pid is not None
 
@@ -336,7 +351,8 @@ async def test_worker_killed_mid_watch_is_recovered_without_loss_or_repeat(
     assert any(r.getMessage().startswith("transcript reader lost")
                and ("no transcript reader" in r.getMessage()
                     or "ended during a call" in r.getMessage())
-               for r in caplog.records), [r.getMessage() for r in caplog.records]
+               for r in lost), [r.getMessage() for r in lost]
+    watch_logger.removeHandler(capture)
 
 
 async def test_deleted_session_is_forgotten(
