@@ -131,9 +131,8 @@ def test_an_all_zero_usage_record_does_not_reset_the_context_estimate() -> None:
 # -- class 9 -------------------------------------------------------------------------------
 
 def test_the_dream_dates_facts_by_the_sessions_own_times(tmp_path: Path) -> None:
-    from reverie.dream.rule_based import consolidate_sources
-
     from reverie.curation.sessions import SessionSource
+    from reverie.dream.rule_based import consolidate_sources
 
     def session(name: str, day: int, text: str) -> SessionSource:
         path = tmp_path / f"{name}.jsonl"
