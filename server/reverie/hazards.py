@@ -79,13 +79,15 @@ _QUOTE_SPAN = re.compile(r"\"(?:[^\"\n ]+ ){4,}[^\"\n]*\"|“(?:[^”\n ]+ ){4,}
 #: Please switch it.", "change of plan: the lead says …")
 _ADOPTED = re.compile(
     r"(?i)\b(?:please (?:switch|change|apply|update|make|follow|go with|do)|"
-    r"switch (?:it|over|to it)|let'?s (?:do|go with|switch|follow)|change of plan|go with (?:it|that|this)|"
+    r"switch (?:it|over|to it)|let'?s (?:do|go with|switch|follow)|change of plan|"
+    r"go with (?:it|that|this)|"
     r"do (?:it|that|as (?:they|he|she) (?:say|says|said))|(?:i|we) agree|makes sense|"
     r"(?:i|we)'?(?:ve| have)? decided)\b")
 #: ... or keeps them at arm's length ("my colleague said: always …; I disagree")
 _REJECTED = re.compile(
     r"(?i)\b(?:(?:i|we) (?:disagree|don'?t agree|do not agree|don'?t think|doubt)|"
-    r"ignore (?:it|that|this|them)|don'?t (?:do|follow|listen)|do not (?:do|follow)|not (?:true|right|so sure)|wrong|"
+    r"ignore (?:it|that|this|them)|don'?t (?:do|follow|listen)|do not (?:do|follow)|"
+    r"not (?:true|right|so sure)|wrong|"
     r"no way|nonsense|but no\b|not sure)")
 
 
