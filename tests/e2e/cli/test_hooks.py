@@ -225,3 +225,45 @@ def test_a_secret_typed_into_the_notes_by_hand_is_not_injected(transcript: Path,
                                                  source="resume"))
     context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "# Worklog" in context and secret not in context
+
+
+def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
+    reverie_env: dict[str, Path], transcripts_dir: Path, ws: Path, tmp_path: Path
+) -> None:
+    """VS Code's agent hooks send ``sessionId`` / ``hookEventName`` and, as ``transcript_path``,
+    the Copilot extension's own event log; the notes are kept for VS Code's chat session file
+    beside it (``chatSessions/<id>.json``), which the language server tracks under that id."""
+    source = (transcripts_dir / "copilot-chat" / "git-ai" / "chatSessions"
+              / "331fed7f-cfd6-409c-8502-06a56322b636.json")
+    session_id = source.stem
+    storage = tmp_path / "User" / "workspaceStorage" / "5e0b1c2d3e4f"
+    (storage / "chatSessions").mkdir(parents=True)
+    shutil.copyfile(source, storage / "chatSessions" / source.name)
+    (storage / "workspace.json").write_text(json.dumps({"folder": ws.as_uri()}))
+    log = storage / "GitHub.copilot-chat" / "transcripts" / f"{session_id}.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text(json.dumps({"type": "session.start", "data": {"sessionId": session_id,
+                                                                 "version": 1}}) + "\n")
+    payload = {"timestamp": "2026-02-09T10:30:00.000Z", "cwd": str(ws), "sessionId": session_id,
+               "hookEventName": "PreCompact", "transcript_path": str(log), "trigger": "auto"}
+    hook_input = parse_hook_input(json.dumps(payload))
+    assert hook_input.transcript_path == storage / "chatSessions" / source.name
+    assert hook_input.event == "PreCompact" and hook_input.source == "auto"
+    # the command ``reverie connect copilot-chat`` installs in VS Code's user hook folder
+    from reverie.agents.connection import connect
+
+    connect("copilot-chat", ws, "personal", Settings())
+    hooks = json.loads((reverie_env["agent_home"] / ".copilot" / "hooks" / "reverie.json")
+                       .read_text())["hooks"]
+    command = hooks["PreCompact"][0]["command"]
+    done = subprocess.run(command, shell=True, input=json.dumps(payload).encode(),
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    assert b"notes updated" in done.stderr
+    notes = ProjectPaths(Settings(), ws).notes_path(session_id).read_text()
+    assert "# Current State" in notes
+    # a transcript with no chat session beside it is looked for among the workspace's sessions
+    (storage / "chatSessions" / source.name).unlink()
+    assert parse_hook_input(json.dumps(payload)).transcript_path is None
+    missing = hook("pre-compact", payload)
+    assert missing.returncode == 0 and b"no transcript found" in missing.stderr
