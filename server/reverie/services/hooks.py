@@ -93,11 +93,11 @@ def parse_hook_input(raw: str | bytes) -> HookInput:
     )
 
 
-def copilot_chat_session(transcript: Path, session_id: str) -> Path | None:
+def copilot_chat_session(transcript: Path, session_id: str) -> Path:
     """VS Code's own session file for a Copilot hook's transcript: ``<hash>/chatSessions/
     <id>.jsonl`` (else ``.json``) for ``<hash>/GitHub.copilot-chat/transcripts/<file>``, by the
-    session id, else by the transcript's name; None when there is none (the session is then
-    looked for among the workspace's); any other path is returned as it is."""
+    session id, else by the transcript's name; without one the extension's log itself (it is
+    read too: ``transcripts.copilot_events``); any other path is returned as it is."""
     owner = transcript.parent.parent
     if transcript.parent.name.lower() != "transcripts" \
             or owner.name.lower() != "github.copilot-chat":
@@ -109,7 +109,7 @@ def copilot_chat_session(transcript: Path, session_id: str) -> Path | None:
         for suffix in (".jsonl", ".json"):
             if (chats / f"{stem}{suffix}").is_file():
                 return chats / f"{stem}{suffix}"
-    return None
+    return transcript
 
 
 def session_workspace(settings: Settings, hook: HookInput) -> Path | None:

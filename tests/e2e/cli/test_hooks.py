@@ -242,8 +242,8 @@ def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
     (storage / "workspace.json").write_text(json.dumps({"folder": ws.as_uri()}))
     log = storage / "GitHub.copilot-chat" / "transcripts" / f"{session_id}.jsonl"
     log.parent.mkdir(parents=True)
-    log.write_text(json.dumps({"type": "session.start", "data": {"sessionId": session_id,
-                                                                 "version": 1}}) + "\n")
+    events = next((transcripts_dir / "copilot-chat" / "git-ai-vscode-1.119").rglob("5fcddc54*"))
+    log.write_text(events.read_text().replace("5fcddc54-3ba1-4fc4-88ac-86bd2ce74c19", session_id))
     payload = {"timestamp": "2026-02-09T10:30:00.000Z", "cwd": str(ws), "sessionId": session_id,
                "hookEventName": "PreCompact", "transcript_path": str(log), "trigger": "auto"}
     hook_input = parse_hook_input(json.dumps(payload))
@@ -262,8 +262,13 @@ def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
     assert b"notes updated" in done.stderr
     notes = ProjectPaths(Settings(), ws).notes_path(session_id).read_text()
     assert "# Current State" in notes
-    # a transcript with no chat session beside it is looked for among the workspace's sessions
+    assert "cart" in notes.lower() or "typescript" in notes.lower()
+    # no chat session file beside the log (a session VS Code did not keep): the extension's
+    # own event log is read instead
     (storage / "chatSessions" / source.name).unlink()
-    assert parse_hook_input(json.dumps(payload)).transcript_path is None
-    missing = hook("pre-compact", payload)
-    assert missing.returncode == 0 and b"no transcript found" in missing.stderr
+    notes_file = ProjectPaths(Settings(), ws).notes_path(session_id)
+    notes_file.unlink()
+    assert parse_hook_input(json.dumps(payload)).transcript_path == log
+    again = hook("pre-compact", payload)
+    assert again.returncode == 0 and b"notes updated" in again.stderr, again.stderr
+    assert "main.ts" in notes_file.read_text()  # the file the logged calls read and patched

@@ -32,6 +32,7 @@ DOC_SHOTS = {
     "16-first-run-offer",
     "17-review-offer",
     "17b-review-diff",
+    "18-copilot-session",
     "02-dream-now-input",
     "03-memory-saved-notification",
     "03b-show-diff",
