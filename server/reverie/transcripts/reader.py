@@ -17,7 +17,15 @@ from pathlib import Path
 import orjson
 
 from reverie.errors import UserError
-from reverie.transcripts import aider, cline, continue_dev, copilot, copilot_events, gemini
+from reverie.transcripts import (
+    aider,
+    cline,
+    cline_sdk,
+    continue_dev,
+    copilot,
+    copilot_events,
+    gemini,
+)
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
 from reverie.transcripts.codex import CodexParser
@@ -51,6 +59,8 @@ def read_editor_document(agent: AgentName, path: Path, data: bytes) -> EditorDoc
         return copilot.read_document(path, data)
     if agent == "continue":
         return continue_dev.read_document(path, data)
+    if agent == "cline" and path.name.endswith(cline_sdk.SUFFIX):
+        return cline_sdk.read_document(path, data)
     return cline.read_document(path, data, agent)
 
 
@@ -181,6 +191,9 @@ def _editor_agent(path: Path, head: bytes) -> AgentName | None:
     start = head.lstrip()[:1]
     if copilot_events.is_event_log(path) and start in (b"{", b""):
         return "copilot-chat"
+    if path.name.endswith(cline_sdk.SUFFIX) and start in (b"{", b"") and (
+            cline_sdk.is_session_messages(path) or b'"agent"' in head):
+        return "cline"  # Cline 4: sessions/<id>/<id>.messages.json
     if path.name == cline.UI_MESSAGES and start in (b"[", b""):
         return cline.task_agent(path)
     if copilot.is_session_location(path) and start in (b"{", b""):

@@ -32,6 +32,8 @@ ROO = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
        "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
 KILO = (FIX / "kilo-code/source-types/kilocode.kilo-code/tasks/"
         "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0/ui_messages.json")
+CLINE4 = (FIX / "cline/cline-sdk-4/sessions/1784094124598_rruoq/"
+          "1784094124598_rruoq.messages.json")
 CONTINUE_CLI = FIX / "continue/git-ai/sessions/2dbfd673-096d-4773-b5f3-9023894a7355.json"
 CONTINUE_IDE = FIX / "continue/source-types/sessions/3c1d9a44-2f7e-4b8a-9c61-0d5e4f3a2b1c.json"
 
@@ -212,6 +214,41 @@ def test_cline_family_counts_match_an_independent_count(path: Path, agent: str) 
     assert stats["skipped"] == 0
 
 
+def test_cline_4_sessions_match_an_independent_count() -> None:
+    """Cline 4's SDK session (a real one): calls are ``tool_use`` blocks, results
+    ``tool_result`` blocks, files the paths the tools name, tokens the messages' metrics."""
+    raw = json.loads(CLINE4.read_text())
+    blocks = [(m, b) for m in raw["messages"] for b in m["content"] if isinstance(b, dict)]
+    uses = [b for _, b in blocks if b["type"] == "tool_use"]
+    files: set[str] = set()
+    for use in uses:
+        args = use["input"] if isinstance(use["input"], dict) else json.loads(use["input"])
+        if "path" in args:
+            files.add(args["path"])
+        for item in args.get("files", []):
+            files.add(item if isinstance(item, str) else item["path"])
+    t = load_transcript(CLINE4)
+    stats = transcript_stats(t)
+    assert detect_agent(CLINE4) == "cline" and t.session.id == raw["sessionId"]
+    assert t.session.cwd == "/Users/example/dev/cline"  # from the manifest beside it
+    assert stats["tool_calls"] == len(uses) == 11
+    assert set(stats["files"]) == files
+    assert stats["tool_errors"] == sum(1 for _, b in blocks if b["type"] == "tool_result"
+                                       and b.get("is_error"))
+    metrics = [m["metrics"] for m in raw["messages"] if "metrics" in m]
+    assert sum(m.usage.output_tokens for m in t.messages if m.usage) == sum(
+        x["outputTokens"] for x in metrics)
+    # inputTokens is the whole prompt, the cached part included: context = prompt + output
+    assert sum(m.usage.context_tokens for m in t.messages if m.usage) == sum(
+        x["inputTokens"] + x["cacheWriteTokens"] + x["outputTokens"] for x in metrics)
+    assert sum(m.usage.cache_read_tokens for m in t.messages if m.usage) == sum(
+        x["cacheReadTokens"] for x in metrics)
+    users = [b["text"] for m, b in blocks if m["role"] == "user" and b["type"] == "text"]
+    assert [m.text for m in t.messages if m.role == "user"] == users
+    assert t.stats.ignored == 1  # the attached file's text (the tool reads it)
+    assert stats["skipped"] == 0
+
+
 def test_cline_commands_and_results() -> None:
     t = load_transcript(ROO)
     calls = {c.id: c for m in t.messages for c in m.tool_calls}
@@ -259,6 +296,7 @@ PINNED = {
     ROO: (13, 4, 1, 2, 1),
     KILO: (7, 4, 0, 2, 1),
     CONTINUE_CLI: (6, 2, 0, 1, 0),
+    CLINE4: (32, 11, 0, 2, 1),
     CONTINUE_IDE: (8, 3, 1, 1, 2),
     # the Copilot extension's event logs: calls from the model's requests (one from its
     # execution only), turn markers ignored
