@@ -107,8 +107,8 @@ def test_a_copilot_session_in_the_workspace_storage_gets_notes_in_the_sessions_v
                          ws.workspace).notes_path(session_id)
     deadline = time.monotonic() + 120
     while not notes.is_file():
-        assert time.monotonic() < deadline, (
-            f"no notes for the Copilot session at {notes}{workbench.failure_context(copilot_server)}")
+        context = workbench.failure_context(copilot_server)
+        assert time.monotonic() < deadline, f"no notes for the Copilot session at {notes}{context}"
         time.sleep(1)
     assert "# Session Title" in notes.read_text()
 
