@@ -57,18 +57,22 @@ def copilot_page(copilot_server: CodeServer, tools: Tools,
 
 
 def storage_folder(server: CodeServer, timeout: float = 60) -> Path:
-    """The ``workspaceStorage/<hash>`` folder VS Code made for the opened folder (its
-    ``workspace.json`` names it)."""
+    """The ``workspaceStorage/<id>`` folder VS Code made for the opened folder: desktop VS Code
+    names the folder in its ``workspace.json``; code-server (a web workbench and a remote
+    extension host) writes ``meta.json`` with the folder's name, and no ``workspace.json``
+    (the server knows the folder only from the extension's ``storageUri``)."""
     root = server.user_data / "User" / "workspaceStorage"
     folder = server.workspace.workspace.resolve()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for meta in root.glob("*/workspace.json"):
+        for meta in [*root.glob("*/workspace.json"), *root.glob("*/meta.json")]:
             try:
-                uri = json.loads(meta.read_text()).get("folder", "")
+                data = json.loads(meta.read_text())
             except (OSError, ValueError):
                 continue
-            if Path(unquote(urlsplit(uri).path)).resolve() == folder:
+            uri = data.get("folder", "")
+            if (uri and Path(unquote(urlsplit(uri).path)).resolve() == folder) or (
+                    meta.name == "meta.json" and data.get("name") == folder.name):
                 return meta.parent
         time.sleep(0.5)
     raise AssertionError(f"no workspace storage for {folder} under {root}"
@@ -119,6 +123,9 @@ def test_a_copilot_session_in_the_workspace_storage_gets_notes_in_the_sessions_v
         expect(row).to_be_visible(timeout=30_000)
         expect(row).to_contain_text(re.compile(r"copilot-chat · .* · notes"), timeout=30_000)
         expect(row.locator(".codicon-copilot")).to_be_visible()
+        row.hover()  # the tooltip says what the row's cut description holds
+        hover = page.locator(".monaco-hover, .workbench-hover").filter(has_text="copilot-chat")
+        expect(hover.first).to_contain_text("notes written", timeout=15_000)
     finally:
         workbench.shot(page, artifacts, "18-copilot-session")
     row.click()  # opens the session's notes
