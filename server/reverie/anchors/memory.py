@@ -204,6 +204,12 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
     return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=facts)
 
 
+def check_topics(topics: list[TopicFacts], workspace: Path, today: date) -> list[FactStatus]:
+    """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall)."""
+    with WorkTree(workspace) as tree:
+        return _check_facts(topics, tree, today, 0)
+
+
 def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
                  aging_days: int) -> list[FactStatus]:
     symbols = SymbolIndex(tree)
