@@ -166,6 +166,8 @@ class FactStatus:
     anchors: list[Anchor]
     verified: date | None
     aging: bool = False
+    #: the latest day a session the dream read confirmed it (``anchors.confirm``)
+    confirmed_on: date | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -25,6 +25,7 @@ from typing import Any
 
 import frontmatter
 
+from reverie.anchors.confirm import Confirmations
 from reverie.anchors.delivery import hook_without
 from reverie.anchors.extract import Extractor
 from reverie.anchors.memory import (
@@ -79,12 +80,32 @@ class MaintainResult:
 
 
 def maintain_memory(memory_dir: Path, workspace: Path, today: date,
-                    aging_days: int = 0) -> MaintainResult:
+                    aging_days: int = 0,
+                    confirmations: Confirmations | None = None) -> MaintainResult:
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
-    what follows: retirements, anchors, aging marks, index hooks."""
+    what follows: retirements, anchors, aging marks, index hooks. ``confirmations``: what the
+    run's sessions confirmed (a command run again successfully, a file edited again), which
+    refreshes a fact's ``verified`` date and takes it out of aging."""
     check = check_memory(memory_dir, workspace, today, aging_days)
+    if confirmations:
+        _confirm(check, confirmations, today, aging_days)
     return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True,
                   record=workspace.is_dir())
+
+
+def _confirm(check: MemoryCheck, confirmations: Confirmations, today: date,
+             aging_days: int) -> None:
+    for status in check.facts:
+        if status.status == "stale":
+            continue  # the working tree now outweighs what a session saw
+        day = confirmations.day_for(status.fact.fact.text, status.anchors)
+        if day is None:
+            continue
+        status.confirmed_on = day
+        if status.verified is None or day > status.verified:
+            status.verified = day
+        if status.aging and day >= today - timedelta(days=aging_days):
+            status.aging = False
 
 
 def record_anchors(memory_dir: Path, workspace: Path, names: Iterable[str]) -> list[str]:
@@ -202,6 +223,8 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
         if status.status == "valid" and (verified is None or verified <= today - timedelta(
                 days=VERIFIED_REFRESH_DAYS)):
             verified = today
+        if status.confirmed_on and (verified is None or status.confirmed_on > verified):
+            verified = status.confirmed_on  # a session ran it (or edited it) again
         entries[status.fact.key] = overrides.get(
             status.fact.key, Recorded(anchors=status.anchors, verified=verified))
     changed_anchors = {k: [a.to_yaml() for a in v.anchors] for k, v in entries.items()} != \
