@@ -128,8 +128,10 @@ def test_a_stale_fact_is_a_warning_with_a_quick_fix_that_retires_it(
             expect(menu.filter(has_text=title).first).to_be_visible()
     finally:
         workbench.shot(page, artifacts, "18-stale-fact-quick-fix")
-    page.locator(".action-widget .monaco-list-row, .context-view .action-item",
-                 has_text="Retire this fact now").first.click()
+    # the preferred fix is focused: Enter applies it, as a person would
+    expect(page.locator(".action-widget .monaco-list-row.focused",
+                        has_text="Retire this fact now").first).to_be_visible()
+    page.keyboard.press("Enter")
 
     deadline = time.monotonic() + 60
     while "(retired on" not in topic.read_text() and time.monotonic() < deadline:
@@ -144,11 +146,15 @@ def test_a_stale_fact_is_a_warning_with_a_quick_fix_that_retires_it(
     problems = _problems(page)
     expect(problems.locator(".monaco-list-row", has_text="Stale memory:")).to_have_count(
         0, timeout=30_000)
-    # a recorded run: History lists it
+    # a recorded run, and History lists it at once as a "retire" (not as a dream)
     from reverie.memory.history import MemoryHistory
 
     runs = MemoryHistory(memory).runs()
-    assert runs and "retired a fact of pricing.md" in (runs[0].summary or ""), runs
+    assert runs and runs[0].source == "curate", runs
+    assert runs[0].summary == "retire a stale fact of pricing.md", runs
+    history = page.locator(".pane", has=page.locator(".pane-header", has_text="History"))
+    expect(history.locator(".monaco-list-row", has_text="retire ·").first).to_be_visible(
+        timeout=30_000)
     page.locator(".tabs-container .tab.active", has_text="pricing.md").first.click()
     page.wait_for_timeout(800)
     workbench.shot(page, artifacts, "18c-stale-fact-retired")
