@@ -272,7 +272,7 @@ export class ReverieServer implements vscode.Disposable {
         },
         executeCommand: async (command, args, next) => {
           try {
-            return await next(command, args);
+            return (await next(command, args)) as unknown;
           } finally {
             this.afterCommand?.(command);
           }

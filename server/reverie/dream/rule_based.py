@@ -20,8 +20,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.analysis.analyser import SessionAnalyser
-from reverie.anchors.confirm import Confirmations
 from reverie.analysis.models import SessionAnalysis
+from reverie.anchors.confirm import Confirmations
 from reverie.curation.candidates import session_facts, statement_facts
 from reverie.curation.facts import FactBook
 from reverie.curation.sessions import SessionSource, analyse_source, notes_facts

@@ -185,12 +185,12 @@ def prompt_context(data_dir: Path, cwd: Path, prompt: str,
     except IndexUnavailable:
         return None
     try:
-        found = recall(index, prompt, exclude_session=session_id, limit=MAX_HITS * 2)
+        hits = recall(index, prompt, exclude_session=session_id, limit=MAX_HITS * 2)
     except IndexUnavailable:
         return None
     finally:
         index.close()
-    return render(live_only(found, data_dir, workspace)[:MAX_HITS])
+    return render(live_only(hits, data_dir, workspace)[:MAX_HITS])
 
 
 def live_only(items: list[Recalled], data_dir: Path, workspace: Path) -> list[Recalled]:

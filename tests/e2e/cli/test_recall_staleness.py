@@ -16,18 +16,14 @@ from staleness_set import GitWorkspace
 from reverie.config import ProjectPaths, Settings
 from reverie.search.update import refresh
 
-TOPIC = """---
-name: Pricing
-description: where the money code lives
-type: project
----
-
-# Pricing
-
-- Discount maths: `applyDiscount` in `src/lib/money.ts` rounds to whole cents. _(session 0a1b2c3d, 2026-11-02)_
-- Coupon codes: `validateCoupon` in `src/lib/coupons.ts` rejects expired coupon codes. _(session 0a1b2c3d, 2026-11-02)_
-- Discount banners use sentence case. _(session 0a1b2c3d, 2026-11-02)_
-"""
+PROV = "_(session 0a1b2c3d, 2026-11-02)_"
+TOPIC = (
+    "---\nname: Pricing\ndescription: where the money code lives\ntype: project\n---\n\n"
+    "# Pricing\n\n"
+    f"- Discount maths: `applyDiscount` in `src/lib/money.ts` rounds to whole cents. {PROV}\n"
+    "- Coupon codes: `validateCoupon` in `src/lib/coupons.ts` rejects expired coupon codes. "
+    f"{PROV}\n"
+    f"- Discount banners use sentence case. {PROV}\n")
 INDEX = ("# Memory\n\n- [Pricing](pricing.md) - discount maths: `applyDiscount` in "
          "`src/lib/money.ts`; coupon codes checked by `validateCoupon`\n")
 

@@ -22,7 +22,7 @@ from e2e.vscode.conftest import CodeServer, Tools, launched_code_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
 
-from staleness_set import GitWorkspace  # noqa: E402
+from staleness_set import GitWorkspace
 
 pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
@@ -94,7 +94,8 @@ def test_a_stale_fact_is_a_warning_with_a_quick_fix_that_retires_it(
         expect(row.first).to_be_visible(timeout=90_000)
     except AssertionError:
         workbench.shot(page, artifacts, "18-stale-fact-missing")
-        raise AssertionError("no stale-fact diagnostic" + workbench.failure_context(code_server))
+        raise AssertionError(
+            "no stale-fact diagnostic" + workbench.failure_context(code_server)) from None
     text = row.first.inner_text()
     assert "renamed to `src/lib/currency.ts`" in text, text
     # the index entry of the topic carries one too
