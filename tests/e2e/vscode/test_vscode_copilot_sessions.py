@@ -127,8 +127,8 @@ def test_a_copilot_session_in_the_workspace_storage_gets_notes_in_the_sessions_v
         hover = page.locator(".monaco-hover, .workbench-hover").filter(has_text="copilot-chat")
         expect(hover.first).to_contain_text("notes written", timeout=15_000)
     finally:
-        workbench.shot(page, artifacts, "18-copilot-session")
+        workbench.shot(page, artifacts, "19-copilot-session")
     row.click()  # opens the session's notes
     editor = page.locator(".editor-instance .monaco-editor .view-lines").first
     expect(editor).to_contain_text("Session Title", timeout=30_000)
-    workbench.shot(page, artifacts, "18b-copilot-session-notes")
+    workbench.shot(page, artifacts, "19b-copilot-session-notes")
