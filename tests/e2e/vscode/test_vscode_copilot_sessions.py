@@ -126,6 +126,7 @@ def test_a_copilot_session_in_the_workspace_storage_gets_notes_in_the_sessions_v
         row.hover()  # the tooltip says what the row's cut description holds
         hover = page.locator(".monaco-hover, .workbench-hover").filter(has_text="copilot-chat")
         expect(hover.first).to_contain_text("notes written", timeout=15_000)
+        page.wait_for_timeout(800)  # the hover fades in: let it settle for the screenshot
     finally:
         workbench.shot(page, artifacts, "19-copilot-session")
     row.click()  # opens the session's notes
