@@ -111,6 +111,15 @@ EXPECTED_FIXTURE_COUNTS = {
     "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl": 12,
     # ``os.environ["OPENAI_API_KEY"] = "deadbeef"``: a literal assigned to a key's variable
     ".aider.chat.history.md": 2,
+    # real Copilot sessions (issue 25's fixtures): a test's stand-in key
+    # (``vi.stubEnv('VITE_OPENROUTER_API_KEY', 'test-key')``, 3), rightly hidden; and redactions
+    # of what is not a secret, pinned here so that a change shows: a workflow's
+    # ``id-token: write``, the opaque ``statefulMarker`` VS Code keeps per model turn, and Rust
+    # code that declares a field (``pub api_token: String,``) in code the agent read (8)
+    "tdd-review.json": 3,
+    "fix-deploy.json": 1,
+    "plan.json": 1,
+    "copilot.json": 8,
 }
 
 

@@ -454,10 +454,13 @@ def _request_messages(request: dict[str, Any], key: str, cwd: str | None,
                       tool_calls=[call])
     outcome = as_dict(request.get("result"))
     error = as_dict(outcome.get("errorDetails"))
-    if as_str(error.get("message")):
+    # a request the user stopped carries ``errorDetails`` with code "canceled" (VS Code 1.10x)
+    cancelled = as_str(error.get("code")) == "canceled"
+    if as_str(error.get("message")) and not cancelled:
         yield Message(id=f"{key}:error", role="system", timestamp=done_at,
                       text=f"error: {error['message']}")
-    elif as_int(state.get("value")) == _CANCELLED or request.get("isCanceled") is True:
+    elif cancelled or as_int(state.get("value")) == _CANCELLED or (
+            request.get("isCanceled") is True):
         yield Message(id=f"{key}:cancelled", role="system", timestamp=done_at, is_meta=True,
                       text="request cancelled")
     usage = _usage(request, outcome)

@@ -27,6 +27,11 @@ COPILOT_BUILT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
 COPILOT_EVENTS = sorted((FIX / "copilot-chat/git-ai-vscode-1.119").rglob("*.jsonl"))
 COPILOT_LOOKUP = sorted((FIX / "copilot-chat/git-ai-lookup/chatSessions").iterdir())
 COPILOT_RAJBOS = sorted((FIX / "copilot-chat/rajbos-synthetic/chatSessions").iterdir())
+#: real sessions exported from VS Code ("Chat: Export Chat...", the session document without
+#: its id) and a real session document (splitrail), from three public repositories
+COPILOT_EXPORTS = sorted((FIX / "copilot-chat/dealenx-exports").rglob("*.json"))
+COPILOT_DIGITARALD = sorted((FIX / "copilot-chat/digitarald-exports").rglob("*.json"))
+COPILOT_SPLITRAIL = FIX / "copilot-chat/splitrail/copilot.json"
 CLINE = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000/ui_messages.json"
 ROO = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
        "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
@@ -62,9 +67,19 @@ def _copilot_state(path: Path) -> dict[str, Any]:
     return state
 
 
+#: the model-facing argument keys that name one file
+_FILE_ARGS = ("filePath", "filename", "file_path")
+
+
+def _is_edit_tool(tool_id: str) -> bool:
+    return any(word in tool_id.lower() for word in ("edit", "replace", "patch", "create"))
+
+
 def _copilot_counts(state: dict[str, Any]) -> tuple[int, set[str]]:
     """Tool calls: serialized invocations that are not VS Code's internal edit step, plus one
-    per edited file that no edit call names. Files: edited files and the calls' file args."""
+    per edited file (``textEditGroup``) that neither an edit call's arguments nor the edit call
+    just before the group name (that call made the edit). Files: edited files, the calls' file
+    arguments and the files their messages link."""
     calls = 0
     files: set[str] = set()
     for request in state["requests"]:
@@ -73,27 +88,36 @@ def _copilot_counts(state: dict[str, Any]) -> tuple[int, set[str]]:
                        and not p.get("toolId", "").startswith("vscode_")]
         calls += len(invocations)
         edited = {p["uri"]["path"] for p in parts if p.get("kind") == "textEditGroup"}
+        covered: set[str] = set()
+        after_edit = False
+        for part in parts:
+            if part in invocations:
+                after_edit = _is_edit_tool(part.get("toolId", ""))
+            elif part.get("kind") == "textEditGroup" and after_edit:
+                covered.add(part["uri"]["path"])
         named: set[str] = set()
         for round_ in request.get("result", {}).get("metadata", {}).get("toolCallRounds", []):
             for call in round_["toolCalls"]:
                 args = json.loads(call["arguments"])
-                if "filePath" in args:
-                    named.add(args["filePath"])
+                named.update(args[key] for key in _FILE_ARGS if key in args)
                 for line in args.get("input", "").splitlines():
                     if line.startswith("*** Update File: "):
                         named.add(line.removeprefix("*** Update File: "))
+                if _is_edit_tool(call["name"]):
+                    covered.update(args[key] for key in _FILE_ARGS if key in args)
         for part in invocations:
             for key in ("pastTenseMessage", "invocationMessage"):
                 uris = part.get(key, {}).get("uris", {}) if isinstance(part.get(key), dict) else {}
                 named.update(v["path"] for v in uris.values())
-        calls += len(edited - named)
+        calls += len(edited - covered)
         files |= edited | named
     return calls, files
 
 
 @pytest.mark.parametrize("path", [COPILOT_JSON, COPILOT_LOG, COPILOT_ONE_LINE, COPILOT_BUILT,
-                                  *COPILOT_LOOKUP, *COPILOT_RAJBOS],
-                         ids=lambda p: p.name[:24])
+                                  *COPILOT_LOOKUP, *COPILOT_RAJBOS, *COPILOT_EXPORTS,
+                                  *COPILOT_DIGITARALD, COPILOT_SPLITRAIL],
+                         ids=lambda p: f"{p.parent.name[:16]}/{p.name[:24]}")
 def test_copilot_counts_match_an_independent_count(path: Path) -> None:
     state = _copilot_state(path)
     calls, files = _copilot_counts(state)
@@ -160,6 +184,30 @@ def test_copilot_agent_mode_tool_calls_and_edits() -> None:
     assert [(u.input_tokens, u.output_tokens) for u in usage] == [(18500, 620), (19800, 140)]
     assert any(m.role == "system" and "request failed" in m.text for m in t.messages)
     assert t.stats.ignored >= 2  # the thinking part and the attached image, never read
+
+
+def test_real_exports_cancelled_failed_and_mcp_errors() -> None:
+    """Real sessions: a request the user stopped is a cancellation, not an error; a failed one
+    says why; an MCP tool that failed is a tool error; an edit group belongs to the edit call
+    before it (one call, not an extra ``apply_edit``)."""
+    by_name = {f"{p.parent.name}/{p.name}": p for p in COPILOT_EXPORTS}
+    cancelled = load_transcript(by_name["parse-export-canceled-chat/chat.json"])
+    assert [(m.role, m.text, m.is_meta) for m in cancelled.messages if m.role == "system"] == [
+        ("system", "request cancelled", True)]
+    failed = load_transcript(by_name["parse-export-chat-with-error/chat.json"])
+    assert [m.text.splitlines()[0] for m in failed.messages if m.role == "system"] == [
+        "error: Sorry, your request failed. Please try again."]
+    mcp = load_transcript(by_name["parse-export-mcp-chat-json/chat_error_mcp.json"])
+    results = [r for m in mcp.messages for r in m.tool_results]
+    assert [(r.is_error, r.output.split(":")[0]) for r in results] == [
+        (True, "Error calling tool 'update_entry_fields'")]
+    assert load_transcript(by_name["parse-export-pending-chat-json/chat.json"]).messages == []
+    small = load_transcript(COPILOT_DIGITARALD[2])
+    edits = [c for m in small.messages for c in m.tool_calls if c.kind is ToolKind.EDIT]
+    root = "/Users/digitarald/Developer/vscode-chat-logs/src/"
+    assert [(c.name, c.file_paths) for c in edits] == [
+        ("copilot_multiReplaceString", [root + "app/layout.tsx", root + "app/page.tsx"]),
+        ("copilot_multiReplaceString", [root + "app/globals.css", root + "app/page.tsx"])]
 
 
 def test_copilot_log_replays_sets_pushes_cuts_and_deletes() -> None:
@@ -307,6 +355,14 @@ PINNED = {
     # rajbos' hand-written sessions: markdown answers only
     **dict(zip(COPILOT_RAJBOS, [(10, 0, 0, 0, 0), (6, 0, 0, 0, 0), (6, 0, 0, 0, 1),
                                 (4, 0, 0, 0, 0), (6, 0, 0, 0, 0)], strict=True)),
+    # real exports: a cancelled and a failed request, MCP calls (one failed), web fetches, an
+    # empty session; a VS Code PM's agent sessions (multi-replace edits, Playwright MCP, thinking)
+    **dict(zip(COPILOT_EXPORTS, [(4, 0, 0, 0, 4), (4, 0, 0, 0, 0), (2, 0, 0, 0, 1),
+                                 (5, 1, 1, 0, 1), (11, 3, 0, 0, 3), (0, 0, 0, 0, 0),
+                                 (5, 1, 0, 0, 2), (5, 1, 0, 0, 2)], strict=True)),
+    **dict(zip(COPILOT_DIGITARALD, [(87, 30, 0, 7, 33), (66, 29, 0, 5, 51), (27, 9, 0, 5, 20),
+                                    (246, 115, 0, 13, 91), (20, 8, 0, 2, 17)], strict=True)),
+    COPILOT_SPLITRAIL: (40, 13, 0, 6, 4),
 }
 
 
