@@ -43,6 +43,7 @@ from reverie.memory.store import visible_files
 from reverie.memory.transaction import TransactionError, check_memory_dir
 from reverie.memory.write import MemoryValidationError, MemoryWriter, StagedMemory
 from reverie.redact import redact
+from reverie.transcripts import discovery
 from reverie.transcripts.discovery import SessionRef, current_session, sessions_touched_since
 from reverie.transcripts.model import Usage
 
@@ -434,10 +435,8 @@ class DreamRunner:
         # the sessions' own files (and a Claude session's sub-agent folder), not their whole
         # directories: a Codex day folder also holds other projects' rollouts
         read_roots = [memory_dir, *notes]
-        for ref in refs:
-            read_roots.append(ref.path)
-            if ref.path.with_suffix("").is_dir():
-                read_roots.append(ref.path.with_suffix(""))
+        for _sid, path in discovery.transcript_files(refs):  # Kilo's database: notes only
+            read_roots += [path, *[d for d in (path.with_suffix(""),) if d.is_dir()]]
         if scan is not None:
             read_roots.append(paths.logs_dir)
         gate = PathGate(read_roots, write_dir=memory_dir, base_dir=memory_dir)
@@ -469,7 +468,7 @@ class DreamRunner:
             candidates, index_text = await asyncio.to_thread(_brief_inputs, paths, refs,
                                                              staged.path)
             brief = build_brief(memory_dir=memory_dir,
-                                transcripts=[(r.session_id, r.path) for r in refs], notes=notes,
+                                transcripts=discovery.transcript_files(refs), notes=notes,
                                 manual=request.manual, extra=extra, daily_log=scan,
                                 candidates=candidates, index_text=index_text)
             try:

@@ -40,10 +40,11 @@ from reverie.search.documents import (
     short_title,
 )
 from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex, SourceRow
+from reverie.transcripts import kilo_db
 from reverie.transcripts.discovery import SessionRef, discover_sessions
 from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.model import AgentName, Message, Session
-from reverie.transcripts.reader import TranscriptError, TranscriptReader
+from reverie.transcripts.reader import TranscriptError, TranscriptReader, is_kilo_db
 from reverie.transcripts.tail import TailState, TranscriptTail
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,14 @@ def update_lock(directory: Path) -> Iterator[bool]:
 
 def session_key(ref: SessionRef) -> str:
     return f"session:{ref.agent}:{ref.session_id}"
+
+
+def _ref_fingerprint(ref: SessionRef) -> str | None:
+    """What tells a session changed: its file's size and time, or for a session in Kilo's
+    database (whose file changes with every project's sessions) the session's update time."""
+    if is_kilo_db(ref.agent, ref.path):
+        return f"kilo:{round(ref.updated_at.timestamp() * 1000)}" if ref.path.is_file() else None
+    return _fingerprint(ref.path)
 
 
 def _fingerprint(path: Path) -> str | None:
@@ -181,7 +190,7 @@ def _loaded_state(raw: bytes) -> TailState | None:
 
 def _whole_session(ref: SessionRef, workspace: Path) -> _Indexed:
     """Read and analyse a whole session; for append-only formats also the tail state."""
-    if ref.agent in _REVISING:
+    if ref.agent in _REVISING or is_kilo_db(ref.agent, ref.path):
         reader = TranscriptReader(ref.path, ref.agent, session_id=ref.session_id)
         messages = list(reader)
         docs, session = _analyse(messages, reader.session, workspace, str(ref.path), None)
@@ -266,7 +275,8 @@ def index_session(work: _Work, workspace: Path) -> _Done:
     ref = work.ref
     try:
         grown = None
-        if work.state is not None and ref.agent not in _REVISING:
+        if work.state is not None and ref.agent not in _REVISING \
+                and not is_kilo_db(ref.agent, ref.path):
             grown = _grown_session(ref, workspace, work.state, work.title)
         if grown is not None:
             return _Done(work, grown, True)
@@ -300,7 +310,7 @@ def _update_sessions(
     work: list[_Work] = []
     for ref in sorted(refs, key=lambda r: r.updated_at):
         key = session_key(ref)
-        fingerprint = _fingerprint(ref.path)
+        fingerprint = _ref_fingerprint(ref)
         if fingerprint is None:
             continue  # deleted under us: forgotten on the next update
         row = rows.get(key)
@@ -332,8 +342,12 @@ def _known_changes(rows: dict[str, SourceRow]) -> tuple[list[SessionRef], list[s
     file is gone: one ``stat`` each, no discovery (which reads every transcript's head)."""
     changed: list[SessionRef] = []
     gone: list[str] = []
+    kilo: dict[str, dict[str, SourceRow]] = {}
     for key, row in rows.items():
         if not row.path or not row.session_id or not row.agent:
+            continue
+        if is_kilo_db(cast("AgentName", row.agent), Path(row.path)):
+            kilo.setdefault(row.path, {})[key] = row
             continue
         try:
             st = os.stat(row.path)
@@ -345,7 +359,30 @@ def _known_changes(rows: dict[str, SourceRow]) -> tuple[list[SessionRef], list[s
         changed.append(SessionRef(
             agent=cast("AgentName", row.agent), session_id=row.session_id, path=Path(row.path),
             updated_at=datetime.fromtimestamp(st.st_mtime, UTC)))
+    for db, held in kilo.items():
+        _kilo_changes(Path(db), held, changed, gone)
     return changed, gone
+
+
+def _kilo_changes(db: Path, rows: dict[str, SourceRow], changed: list[SessionRef],
+                  gone: list[str]) -> None:
+    """The indexed sessions of one Kilo database whose update time moved, or that are gone
+    (one query; a database that cannot be read now is left for the next update)."""
+    if not db.is_file():
+        gone.extend(rows)
+        return
+    try:
+        stamps = kilo_db.session_stamps(db, [r.session_id for r in rows.values() if r.session_id])
+    except kilo_db.KiloDbError:
+        return
+    for key, row in rows.items():
+        stamp = stamps.get(row.session_id or "")
+        if stamp is None:
+            gone.append(key)
+        elif f"kilo:{stamp}" != row.fingerprint:
+            changed.append(SessionRef(agent="kilo-code", session_id=row.session_id or "",
+                                      path=db, updated_at=datetime.fromtimestamp(stamp / 1000,
+                                                                                  UTC)))
 
 
 def _write(index: SearchIndex, batch: list[_Done], report: UpdateReport) -> None:

@@ -24,7 +24,7 @@ from reverie.sleep.render import render_session
 from reverie.sleep.rule_based import summarise_analysis
 from reverie.transcripts.discovery import SessionRef
 from reverie.transcripts.model import Transcript
-from reverie.transcripts.reader import TranscriptError, load_transcript
+from reverie.transcripts.reader import TranscriptError, holds_many_sessions, load_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +75,9 @@ def _load(item: SessionInput) -> tuple[Transcript | None, str | None, str | None
     """(transcript, notes, error). A transcript that cannot be read is a counted failure."""
     ref = item.ref
     try:
-        # an Aider history holds many runs: pick this one
-        transcript = load_transcript(ref.path, ref.session_id if ref.agent == "aider" else None)
+        # an Aider history holds many runs, Kilo's database many sessions: pick this one
+        many = holds_many_sessions(ref.agent, ref.path)
+        transcript = load_transcript(ref.path, ref.session_id if many else None)
     except TranscriptError as exc:
         return None, None, str(exc)
     return transcript, read_notes(item.notes_path), None

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from reverie.config import ProjectPaths, Settings
 from reverie.sleep.models import HousekeepingReport
+from reverie.transcripts.reader import holds_many_sessions
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +112,9 @@ def prune_transcripts(
     seen: set[Path] = set()
     for ref in refs:
         path = ref.path
-        if ref.agent == "aider" or path in seen or not path.is_file():
+        # never a file that holds other sessions too: an Aider history, Kilo's database
+        # (every project's sessions in one file)
+        if holds_many_sessions(ref.agent, path) or path in seen or not path.is_file():  # type: ignore[arg-type]
             continue
         seen.add(path)
         try:

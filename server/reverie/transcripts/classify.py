@@ -132,6 +132,19 @@ CLINE_TOOLS: dict[str, ToolKind] = {
     "search_codebase": K.SEARCH, "fetch_web_content": K.WEB, "spawn_agent": K.TASK,
 }
 
+#: Kilo Code rebuilt on OpenCode (its CLI's tools: Kilo-Org/kilocode
+#: ``packages/opencode/src/tool/registry.ts``); the Roo-fork names above stay for older tasks.
+KILO_TOOLS: dict[str, ToolKind] = CLINE_TOOLS | {
+    "read": K.READ, "list": K.READ, "ls": K.READ, "lsp": K.READ,
+    "edit": K.EDIT, "multiedit": K.EDIT, "apply_patch": K.EDIT,
+    "write": K.WRITE,
+    "bash": K.SHELL, "shell": K.SHELL,
+    "glob": K.SEARCH, "grep": K.SEARCH, "codesearch": K.SEARCH, "codebase_search": K.SEARCH,
+    "warpgrep": K.SEARCH,
+    "webfetch": K.WEB, "websearch": K.WEB,
+    "task": K.TASK,
+}
+
 #: Continue: ``BuiltInToolNames`` (continuedev/continue ``core/tools/builtIn.ts``) and the
 #: Continue CLI's tools (``Read``, ``Edit``, ``MultiEdit``, ``Write``, ``Bash``...).
 CONTINUE_TOOLS: dict[str, ToolKind] = {
@@ -163,7 +176,7 @@ _TABLES: dict[str, dict[str, ToolKind]] = {
     "copilot-chat": COPILOT_TOOLS,
     "cline": CLINE_TOOLS,
     "roo-code": CLINE_TOOLS,
-    "kilo-code": CLINE_TOOLS,
+    "kilo-code": KILO_TOOLS,
     "continue": CONTINUE_TOOLS,
 }
 
@@ -234,7 +247,8 @@ def make_tool_call(
     command: str | None = None
     lowered = name.lower()
     if lowered == "apply_patch":
-        patch = tool_input.get("input") or tool_input.get("patch") or ""
+        patch = (tool_input.get("input") or tool_input.get("patch")
+                 or tool_input.get("patchText") or "")  # Kilo (OpenCode): ``patchText``
         if isinstance(patch, str):
             paths = patch_file_paths(patch, cwd)
         elif isinstance(tool_input.get("command"), list):

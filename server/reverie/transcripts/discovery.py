@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.generic import read_sidecar, sidecar_project
 from reverie.transcripts.lines import LineSplitter
 from reverie.transcripts.pathstyle import PathStyle
+from reverie.transcripts.reader import is_kilo_db
 from reverie.transcripts.refs import (
     SessionRef,
     belongs,
@@ -470,6 +471,12 @@ def discover_sessions(workspace: Path, agent_home: Path, editor: EditorPlaces | 
     refs.extend(editor_refs(workspace, editor or EditorPlaces.detect(home), notes))
     refs.sort(key=lambda r: (r.updated_at, str(r.path), r.session_id), reverse=True)
     return refs
+
+
+def transcript_files(refs: Iterable[SessionRef]) -> list[tuple[str, Path]]:
+    """``(session id, file)`` of the sessions whose file a tool may read as text: not Kilo's
+    database (binary, and every project's sessions in one file: their notes stand for them)."""
+    return [(r.session_id, r.path) for r in refs if not is_kilo_db(r.agent, r.path)]
 
 
 def current_session(workspace: Path, agent_home: Path,

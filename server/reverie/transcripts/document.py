@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -104,6 +105,22 @@ def load_json(data: bytes) -> tuple[Any, str | None]:
     except (json.JSONDecodeError, orjson.JSONDecodeError, RecursionError, ValueError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         return None, f"not a valid JSON document ({reason})"
+
+
+#: comments and trailing commas of VS Code's JSON with comments (settings, workspaces)
+_JSONC_NOISE = re.compile(r'("(?:[^"\\]|\\.)*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def load_jsonc(data: bytes) -> tuple[Any, str | None]:
+    """``load_json`` for VS Code's JSON with comments (``settings.json``, ``.code-workspace``):
+    strict JSON first, then with comments and trailing commas taken out."""
+    value, why = load_json(data)
+    if why is None:
+        return value, None
+    text = data.decode("utf-8", "replace")
+    stripped = _JSONC_NOISE.sub(lambda m: m.group(1) or "", text)
+    return load_json(_TRAILING_COMMA.sub(r"\1", stripped).encode())
 
 
 def capped(text: str, stats: ParseStats | None, what: str, limit: int = MAX_TEXT_CHARS) -> str:

@@ -15,6 +15,8 @@
   manifest ``<id>.json`` records (``workspace_root``, else ``cwd``).
 - Continue: ``~/.continue/sessions/<id>.json``, matched on ``workspaceDirectory`` (the index
   ``sessions.json`` first, else the head of the file).
+- Kilo Code (rebuilt on OpenCode): the sessions in its CLI's database (``kilo_db``), matched on
+  ``session.directory`` as Kilo lists them; each ref is the database plus the session's id.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from pathlib import Path
 
 import orjson
 
-from reverie.transcripts import cline, cline_sdk, continue_dev
-from reverie.transcripts.base import as_dict, as_str
-from reverie.transcripts.document import load_json
+from reverie.transcripts import cline, cline_sdk, continue_dev, kilo_db
+from reverie.transcripts.base import as_dict, as_str, parse_time
+from reverie.transcripts.document import load_json, load_jsonc
 from reverie.transcripts.editor_places import TASK_EXTENSIONS, EditorPlaces, local_path_of_uri
 from reverie.transcripts.model import AgentName
 from reverie.transcripts.refs import SessionRef, belongs, mtime
@@ -38,9 +40,6 @@ _WORKSPACE_JSON_LIMIT = 64 * 1024
 _CODE_WORKSPACE_LIMIT = 1024 * 1024
 #: ``"workspaceDirectory": "..."`` near the top of a Continue session
 _CONTINUE_WORKSPACE = re.compile(rb'"workspaceDirectory"\s*:\s*"((?:[^"\\]|\\.)*)"')
-#: comments and trailing commas of a ``.code-workspace`` file (JSON with comments)
-_JSONC_NOISE = re.compile(r'("(?:[^"\\]|\\.)*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
 # -- Copilot Chat ----------------------------------------------------------------------------
@@ -75,10 +74,7 @@ def _code_workspace_folders(config: Path) -> list[str]:
         text = config.read_bytes()[:_CODE_WORKSPACE_LIMIT].decode("utf-8", "replace")
     except OSError:
         return []
-    value, _why = load_json(text.encode())
-    if not isinstance(value, dict):
-        stripped = _JSONC_NOISE.sub(lambda m: m.group(1) or "", text)
-        value, _why = load_json(_TRAILING_COMMA.sub(r"\1", stripped).encode())
+    value, _why = load_jsonc(text.encode())
     out: list[str] = []
     for item in as_dict(value).get("folders") or []:
         item = as_dict(item)
@@ -188,6 +184,8 @@ def _extension_of(tasks_root: Path) -> str | None:
 
 def _task_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
     refs: list[SessionRef] = []
+    # a custom storage path: the extension's global state stays in its user dir
+    moved = {root: (user, ext) for _agent, root, user, ext in places.custom_task_roots()}
     for agent, tasks_root in places.task_roots():
         try:
             task_dirs = [d for d in tasks_root.iterdir() if d.is_dir()]
@@ -195,6 +193,8 @@ def _task_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
             continue
         extension = _extension_of(tasks_root)
         user_dir = tasks_root.parent.parent.parent if extension else None
+        if tasks_root in moved:
+            user_dir, extension = moved[tasks_root]
         recorded = cline.history_cwds(tasks_root, user_dir, extension)
         for task_dir in task_dirs:
             path = task_dir / cline.UI_MESSAGES
@@ -265,6 +265,33 @@ def _continue_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
     return refs
 
 
+# -- Kilo Code's database --------------------------------------------------------------------
+
+def kilo_refs(db: Path, workspace: Path, notes: list[str] | None = None) -> list[SessionRef]:
+    """The sessions of ``workspace`` in one Kilo database; an unreadable one is a note."""
+    try:
+        rows = kilo_db.list_sessions(db)
+    except kilo_db.KiloDbError as exc:
+        if notes is not None:
+            notes.append(f"Kilo Code database skipped: {exc}")
+        logger.info("Kilo Code database %s skipped: %s", db, exc)
+        return []
+    fallback = mtime(db)
+    refs: list[SessionRef] = []
+    for row in rows:
+        updated = parse_time(row.time_updated) or fallback
+        if updated is not None and belongs(row.directory, workspace):
+            refs.append(SessionRef(agent="kilo-code", session_id=row.id, path=db,
+                                   updated_at=updated, parent_session_id=row.parent_id,
+                                   cwd=row.directory))
+    return refs
+
+
+def _kilo_refs(workspace: Path, places: EditorPlaces, notes: list[str] | None
+               ) -> list[SessionRef]:
+    return [ref for db in places.kilo_db_files() for ref in kilo_refs(db, workspace, notes)]
+
+
 # -- entry points ----------------------------------------------------------------------------
 
 def editor_refs(workspace: Path, places: EditorPlaces,
@@ -272,7 +299,8 @@ def editor_refs(workspace: Path, places: EditorPlaces,
     """Every session of the editor's agents that belongs to ``workspace`` (unsorted);
     ``notes`` collects why editor storage folders were skipped (remote, unreadable)."""
     return (_copilot_refs(workspace, places, notes) + _task_refs(workspace, places)
-            + _cline_sdk_refs(workspace, places) + _continue_refs(workspace, places))
+            + _cline_sdk_refs(workspace, places) + _continue_refs(workspace, places)
+            + _kilo_refs(workspace, places, notes))
 
 
 def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef | None:

@@ -7,8 +7,9 @@ per extension id, lower case). GitHub Copilot Chat's sessions are VS Code's own
 (``workspaceStorage/<hash>/chatSessions/``, empty windows in
 ``globalStorage/emptyWindowChatSessions/``); Cline, Roo Code and Kilo Code keep task folders
 in their extension's global storage (``globalStorage/<publisher.name>/tasks/<id>/``); Continue
-keeps ``~/.continue/sessions/`` (``CONTINUE_GLOBAL_DIR`` moves it). Sources are cited in
-docs/formats.md.
+keeps ``~/.continue/sessions/`` (``CONTINUE_GLOBAL_DIR`` moves it); Kilo Code rebuilt on
+OpenCode keeps every session in its CLI's SQLite database (``<xdg data>/kilo/kilo.db``).
+Sources are cited in docs/formats.md.
 
 ``EditorPlaces`` is what discovery and the watcher look at; it is a frozen, picklable value so
 it crosses into the parse worker process. ``EditorPlaces.detect`` finds the user-data dirs of
@@ -27,6 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PureWindowsPath
 
+from reverie.transcripts.document import load_jsonc
+from reverie.transcripts.kilo_db import is_db_name
+
 #: VS Code flavours: the product folder under the per-OS application-data dir
 VSCODE_PRODUCTS = ("Code", "Code - Insiders", "VSCodium", "VSCodium - Insiders", "Code - OSS")
 #: extension id (lower case, as the global storage folder is named) -> agent
@@ -35,6 +39,19 @@ TASK_EXTENSIONS: dict[str, str] = {
     "rooveterinaryinc.roo-cline": "roo-code",
     "kilocode.kilo-code": "kilo-code",
 }
+#: extension id -> the VS Code setting that moves its task folders (RooCodeInc/Roo-Code
+#: ``src/utils/storage.ts``: ``getStorageBasePath`` reads ``<package name>.customStoragePath``,
+#: tasks go to ``<it>/tasks/<id>/``; Kilo Code's Roo-based versions inherit it as
+#: ``kilo-code.customStoragePath``, Kilo-Org/kilocode ``src/utils/storage.ts``)
+CUSTOM_STORAGE_SETTINGS: dict[str, str] = {
+    "rooveterinaryinc.roo-cline": "roo-cline.customStoragePath",
+    "kilocode.kilo-code": "kilo-code.customStoragePath",
+}
+#: task folders a custom storage path moved, as they are found -> the agent that keeps them
+#: (a moved folder's name no longer says which extension wrote it: ``cline.task_agent``)
+MOVED_TASK_ROOTS: dict[Path, str] = {}
+#: a ``settings.json`` bigger than this is not read
+_SETTINGS_LIMIT = 4 * 1024 * 1024
 #: the variable that points Reverie at VS Code ``User`` folders (``os.pathsep``-separated)
 USER_DIR_ENV = "REVERIE_VSCODE_USER_DIR"
 
@@ -54,6 +71,10 @@ class EditorPlaces:
     cline_data_dir: Path | None = None
     #: Cline 4's sessions folder when ``CLINE_SESSION_DATA_DIR`` moves it (else under the data)
     cline_sessions: Path | None = None
+    #: Kilo Code's data folders (``<xdg data>/kilo``): its CLI's session database in each
+    kilo_data_dirs: tuple[Path, ...] = ()
+    #: the database ``KILO_DB`` names, when it is set
+    kilo_db: Path | None = None
     #: reasons why an editor-reported location was not used (for logs and ``--verbose``)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -93,8 +114,20 @@ class EditorPlaces:
             sessions = environ.get("CLINE_SESSION_DATA_DIR", "").strip()
             if sessions and Path(sessions).expanduser().is_absolute():
                 cline_sessions = Path(sessions).expanduser()
+        # Kilo-Org/kilocode packages/opencode/src/global/index.ts: xdg-basedir's data folder
+        # (``$XDG_DATA_HOME``, else ``~/.local/share``, on every OS) + ``kilo``;
+        # storage/database.ts: ``KILO_DB`` (absolute, or relative to that folder)
+        share = environ.get("XDG_DATA_HOME", "").strip() if real else ""
+        kilo_dir = (Path(share) if share and Path(share).is_absolute()
+                    else home / ".local" / "share") / "kilo"
+        kilo_db: Path | None = None
+        named = environ.get("KILO_DB", "").strip() if real else ""
+        if named and named != ":memory:":
+            kilo_db = Path(named).expanduser()
+            kilo_db = kilo_db if kilo_db.is_absolute() else kilo_dir / kilo_db
         return cls(user_dirs=tuple(dict.fromkeys(users)), continue_dir=continue_dir,
-                   cline_data_dir=cline_data, cline_sessions=cline_sessions)
+                   cline_data_dir=cline_data, cline_sessions=cline_sessions,
+                   kilo_data_dirs=(kilo_dir,), kilo_db=kilo_db)
 
     def with_editor_storage(self, storage_uri: str | None,
                             global_storage_uri: str | None) -> EditorPlaces:
@@ -138,11 +171,38 @@ class EditorPlaces:
         return [u / "globalStorage" / "emptyWindowChatSessions" for u in self.user_dirs]
 
     def task_roots(self) -> list[tuple[str, Path]]:
-        """``(agent, tasks folder)`` of every Cline-family extension in every user dir."""
+        """``(agent, tasks folder)`` of every Cline-family extension in every user dir, and the
+        folders the user moved Roo's (or Kilo's) tasks to (``custom_task_roots``)."""
         out = [(agent, u / "globalStorage" / ext / "tasks")
                for u in self.user_dirs for ext, agent in TASK_EXTENSIONS.items()]
         if self.cline_data_dir is not None:
             out.append(("cline", self.cline_data_dir / "tasks"))
+        for agent, root, _user, _ext in self.custom_task_roots():
+            if (agent, root) not in out:
+                out.append((agent, root))
+        return out
+
+    def custom_task_roots(self) -> list[tuple[str, Path, Path, str]]:
+        """``(agent, tasks folder, user dir, extension id)`` for each custom storage path set
+        in a user dir's ``settings.json`` (or a profile's): ``<path>/tasks``. A path that is
+        not absolute on this OS is not used (Roo asks for an absolute one)."""
+        out: list[tuple[str, Path, Path, str]] = []
+        for user in self.user_dirs:
+            try:
+                profiles = sorted((user / "profiles").glob("*/settings.json"))
+            except OSError:
+                profiles = []
+            for settings in (user / "settings.json", *profiles):
+                values = _read_settings(settings)
+                for ext, key in CUSTOM_STORAGE_SETTINGS.items():
+                    value = values.get(key)
+                    if not isinstance(value, str) or not value.strip():
+                        continue
+                    base = Path(value.strip())
+                    entry = (TASK_EXTENSIONS[ext], base / "tasks", user, ext)
+                    if base.is_absolute() and entry not in out:
+                        out.append(entry)
+                        MOVED_TASK_ROOTS[entry[1]] = entry[0]
         return out
 
     def cline_sessions_dir(self) -> Path | None:
@@ -153,6 +213,40 @@ class EditorPlaces:
 
     def continue_sessions(self) -> Path | None:
         return None if self.continue_dir is None else self.continue_dir / "sessions"
+
+    def kilo_db_files(self) -> list[Path]:
+        """Kilo's session databases that exist: ``KILO_DB``'s, ``kilo.db`` and the channels'
+        ``kilo-<channel>.db`` in its data folders."""
+        out: list[Path] = []
+        if self.kilo_db is not None and self.kilo_db.is_file():
+            out.append(self.kilo_db)
+        for folder in self.kilo_data_dirs:
+            try:
+                out.extend(sorted(p for p in folder.iterdir()
+                                  if is_db_name(p.name) and p.is_file()))
+            except OSError:
+                continue
+        return list(dict.fromkeys(out))
+
+    def kilo_watch_dirs(self) -> list[Path]:
+        """The folders holding Kilo's databases, watched without recursion (its data folder
+        also holds snapshots and logs that change all the time)."""
+        dirs = list(self.kilo_data_dirs)
+        if self.kilo_db is not None and self.kilo_db.parent not in dirs:
+            dirs.append(self.kilo_db.parent)
+        return dirs
+
+
+def _read_settings(path: Path) -> dict[str, object]:
+    """A VS Code ``settings.json`` (JSON with comments); empty when missing or unreadable."""
+    try:
+        if path.stat().st_size > _SETTINGS_LIMIT:
+            return {}
+        data = path.read_bytes()
+    except OSError:
+        return {}
+    value, _why = load_jsonc(data)
+    return value if isinstance(value, dict) else {}
 
 
 def _is_real_home(home: Path) -> bool:

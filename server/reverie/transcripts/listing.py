@@ -10,7 +10,12 @@ from typing import Any
 from reverie.transcripts.discovery import SessionRef, discover_sessions
 from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.model import Transcript
-from reverie.transcripts.reader import TranscriptError, load_sessions
+from reverie.transcripts.reader import (
+    TranscriptError,
+    is_kilo_db,
+    load_sessions,
+    load_transcript,
+)
 from reverie.transcripts.tokens import context_tokens
 
 
@@ -53,6 +58,13 @@ def _transcript(
     loaded: dict[Path, dict[str, Transcript]],
     on_skip: Callable[[Path, Exception], None] | None,
 ) -> Transcript | None:
+    if is_kilo_db(ref.agent, ref.path):  # every project's sessions in one file: just this one
+        try:
+            return load_transcript(ref.path, ref.session_id)
+        except TranscriptError as exc:
+            if on_skip is not None:
+                on_skip(ref.path, exc)
+            return None
     if ref.path not in loaded:
         try:
             loaded[ref.path] = {t.session.id: t for t in load_sessions(ref.path)}

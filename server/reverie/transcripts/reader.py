@@ -25,6 +25,8 @@ from reverie.transcripts import (
     copilot,
     copilot_events,
     gemini,
+    kilo_db,
+    kilo_tail,
 )
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
@@ -77,10 +79,21 @@ def parser_for(agent: AgentName, path: Path) -> RecordParser:
     return GenericParser(path)
 
 
+def is_kilo_db(agent: AgentName | None, path: Path) -> bool:
+    """Kilo Code's session database: many sessions in one file (``session_id`` picks one)."""
+    return agent == "kilo-code" and path.suffix == ".db"
+
+
+def holds_many_sessions(agent: AgentName | None, path: Path) -> bool:
+    """A file whose sessions are told apart by ``session_id`` (an Aider history's runs, Kilo's
+    database), not one session per file."""
+    return agent == "aider" or is_kilo_db(agent, path)
+
+
 def is_document(agent: AgentName, path: Path) -> bool:
     """Whether ``path`` is a document its agent rewrites (the editor's agents), not a log:
-    all of theirs but the Copilot extension's own event log."""
-    return agent in EDITOR_AGENTS and not (
+    all of theirs but the Copilot extension's own event log and Kilo's database."""
+    return agent in EDITOR_AGENTS and not is_kilo_db(agent, path) and not (
         agent == "copilot-chat" and copilot_events.is_event_log(path))
 
 
@@ -143,6 +156,8 @@ def detect_agent(path: Path) -> AgentName | None:
     name = path.name
     if name.endswith(".aider.chat.history.md"):
         return "aider"
+    if path.suffix == ".db":
+        return "kilo-code" if kilo_db.looks_like_db(path) else None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -232,6 +247,8 @@ class TranscriptReader:
         try:
             if self.agent == "aider":
                 yield from self._aider()
+            elif is_kilo_db(self.agent, self.path):
+                yield from self._kilo_db()
             elif is_document(self.agent, self.path):
                 yield from self._editor_document()
             elif self.agent == "gemini-cli" and self.path.suffix == ".json":
@@ -275,6 +292,15 @@ class TranscriptReader:
         self.session, self.stats = state.session, state.stats
         yield from messages
 
+    def _kilo_db(self) -> Iterator[Message]:
+        session, messages, self.stats = kilo_tail.load(self.path, self.session_id)
+        if session is None:
+            if self.session_id is not None and not self.stats.skipped:
+                raise TranscriptError(f"no Kilo session {self.session_id} in {self.path}")
+            return
+        self.session = session
+        yield from messages
+
     def _aider(self) -> Iterator[Message]:
         runs = aider.parse_history(self.path, self.path.read_bytes(), self.stats)
         if not runs:
@@ -304,7 +330,14 @@ def load_sessions(path: Path) -> list[Transcript]:
     """Every session stored in ``path``: all runs of an Aider history, else the one session."""
     path = Path(path)
     st = check_readable(path)
-    if detect_agent(path) != "aider":
+    agent = detect_agent(path)
+    if is_kilo_db(agent, path):
+        try:
+            rows = kilo_db.list_sessions(path)
+        except kilo_db.KiloDbError:
+            return [load_transcript(path)]  # the skip is counted in its stats
+        return [load_transcript(path, row.id) for row in rows]
+    if agent != "aider":
         return [load_transcript(path)]
     stats = ParseStats()
     runs = aider.parse_history(path, path.read_bytes(), stats)

@@ -13,22 +13,41 @@ this module and should start fast.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from reverie.transcripts import kilo_db
+from reverie.transcripts.base import parse_time
 from reverie.transcripts.digest import MessageDigest, digests
 from reverie.transcripts.discovery import SessionRef, discover_sessions, session_ref
 from reverie.transcripts.editor_places import EditorPlaces
+from reverie.transcripts.kilo_db import SessionRow
+from reverie.transcripts.kilo_tail import KiloChange, KiloDbTail
 from reverie.transcripts.model import Message, Session
+from reverie.transcripts.reader import is_kilo_db
+from reverie.transcripts.refs import belongs
 from reverie.transcripts.tail import TailState, TranscriptTail
 
 logger = logging.getLogger(__name__)
 
 #: a file whose head was read without finding its project is checked again while it is this small
 _RECHECK_BELOW = 1024 * 1024
+
+
+def _reporting(every: bool, since_ms: int | None) -> Callable[[SessionRow], bool]:
+    """Which changed Kilo sessions a scan reports: all, or those updated since the watches
+    started (the rest are primed)."""
+    def report(row: SessionRow) -> bool:
+        return every or (since_ms is not None and row.time_updated > since_ms)
+    return report
+
+
+def _kilo_state(tail: KiloDbTail) -> TailState:
+    return TailState(path=tail.path, agent="kilo-code", memo=tail.memo(),
+                     stats=tail.stats.model_copy(deep=True))
 
 
 @dataclass(slots=True)
@@ -98,20 +117,28 @@ class SessionReader:
         self.editor = editor if editor is not None else EditorPlaces.detect(self.agent_home)
         self.keep_messages = keep_messages
         self._tails: dict[Path, TranscriptTail] = {}
+        #: Kilo Code's databases: many sessions per file, read by ``KiloDbTail``
+        self._kilo: dict[Path, KiloDbTail] = {}
         self._membership: dict[Path, tuple[bool, int]] = {}
         self._resumed: set[Path] = set()
         self._touched: set[Path] = set()
         self._dropped: set[Path] = set()
         for key, state in (tail_states or {}).items():
             path = Path(key)
-            self._tails[path] = TranscriptTail.restore(state)
+            checked = state if isinstance(state, TailState) else TailState.model_validate(state)
+            if is_kilo_db(checked.agent, path):
+                self._kilo[path] = KiloDbTail(path)
+                self._kilo[path].restore_memo(checked.memo)
+            else:
+                self._tails[path] = TranscriptTail.restore(checked)
             self._membership[path] = (True, 0)
             self._resumed.add(path)
 
     # -- public --------------------------------------------------------------------------------
     def states(self) -> dict[str, TailState]:
         """Tail states to pass back as ``tail_states`` after a restart."""
-        return {str(path): tail.state() for path, tail in self._tails.items()}
+        return {**{str(path): tail.state() for path, tail in self._tails.items()},
+                **{str(path): _kilo_state(tail) for path, tail in self._kilo.items()}}
 
     def scan(self, report: bool, watched_since_ns: int | None = None) -> list[SessionAppended]:
         """Read every discovered session; report what it produced only when ``report``.
@@ -122,7 +149,12 @@ class SessionReader:
         """
         events: list[SessionAppended] = []
         refs = discover_sessions(self.workspace, self.agent_home, self.editor)
-        for path in dict.fromkeys(ref.path for ref in refs):
+        since_ms = None if watched_since_ns is None else watched_since_ns // 1_000_000
+        for db in self._kilo_dbs(refs):
+            every = report or db in self._resumed
+            self._resumed.discard(db)
+            events.extend(self.read_kilo(db, _reporting(every, since_ms)))
+        for path in dict.fromkeys(ref.path for ref in refs if not is_kilo_db(ref.agent, ref.path)):
             self._membership[path] = (True, 0)
             resumed = path in self._resumed
             self._resumed.discard(path)
@@ -137,7 +169,17 @@ class SessionReader:
     def apply(self, paths: Iterable[str | Path]) -> list[SessionAppended]:
         """Read the given changed paths (in path order); forget the ones that are gone."""
         events: list[SessionAppended] = []
-        for path in sorted(_session_files({Path(p) for p in paths if p})):
+        changed = {Path(p) for p in paths if p}
+        databases = {kilo_db.db_of(p) for p in changed if self._is_kilo_change(p)}
+        changed = {p for p in changed if kilo_db.db_of(p) not in databases}
+        for db in sorted(databases):
+            if not db.is_file():
+                if self._kilo.pop(db, None) is not None:
+                    self._dropped.add(db)
+                    self._touched.discard(db)
+                continue
+            events.extend(self.read_kilo(db, lambda row: True))
+        for path in sorted(_session_files(changed)):
             if not path.is_file():
                 if self._tails.pop(path, None) is not None:
                     self._dropped.add(path)
@@ -181,9 +223,23 @@ class SessionReader:
                                messages=messages if self.keep_messages else [],
                                digests=digests(messages))
 
+    def read_kilo(self, db: Path, report: Callable[[SessionRow], bool]) -> list[SessionAppended]:
+        """The workspace's sessions in Kilo's database ``db`` that changed since the last read;
+        those ``report`` refuses are read but not reported (priming)."""
+        tail = self._kilo.get(db)
+        if tail is None:
+            tail = self._kilo[db] = KiloDbTail(db)
+            self._dropped.discard(db)
+        self._touched.add(db)
+        changes = tail.read_changed(lambda row: belongs(row.directory, self.workspace),
+                                    keep=True)
+        return [self._kilo_event(db, c) for c in changes if report(c.row)]
+
     def take_changes(self) -> tuple[dict[str, TailState], list[str]]:
         """States of the tails touched since the last call, and the paths dropped meanwhile."""
         states = {str(p): self._tails[p].state() for p in sorted(self._touched) if p in self._tails}
+        states.update({str(p): _kilo_state(self._kilo[p]) for p in sorted(self._touched)
+                       if p in self._kilo})
         dropped = sorted(str(p) for p in self._dropped)
         self._touched.clear()
         self._dropped.clear()
@@ -196,6 +252,28 @@ class SessionReader:
         return ReadResult(events=events, states=encoded, dropped=dropped)
 
     # -- internals -----------------------------------------------------------------------------
+    def _kilo_dbs(self, refs: list[SessionRef]) -> list[Path]:
+        """Kilo's databases to read: those holding a session of the workspace, and the ones
+        a tail already follows (a session may have moved in since)."""
+        found = [r.path for r in refs if is_kilo_db(r.agent, r.path)]
+        return list(dict.fromkeys([*found, *(p for p in self._kilo if p.is_file())]))
+
+    def _is_kilo_change(self, path: Path) -> bool:
+        db = kilo_db.db_of(path)
+        if db in self._kilo:
+            return True
+        watched = self.editor.kilo_watch_dirs()
+        return db.parent in watched and (kilo_db.is_db_name(db.name) or db == self.editor.kilo_db)
+
+    def _kilo_event(self, db: Path, change: KiloChange) -> SessionAppended:
+        row = change.row
+        ref = SessionRef(agent="kilo-code", session_id=row.id, path=db,
+                         updated_at=parse_time(row.time_updated) or datetime.now(UTC),
+                         parent_session_id=row.parent_id, cwd=row.directory)
+        return SessionAppended(ref=ref, session=change.session,
+                               messages=change.messages if self.keep_messages else [],
+                               digests=digests(change.messages))
+
     def _tail(self, path: Path) -> TranscriptTail:
         tail = self._tails.get(path)
         if tail is None:

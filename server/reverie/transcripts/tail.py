@@ -23,18 +23,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from reverie.transcripts import aider, gemini
+from reverie.transcripts import aider, gemini, kilo_tail
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.lines import CHUNK_BYTES, LineSplitter
 from reverie.transcripts.model import AgentName, Message, ParseStats, Session
 from reverie.transcripts.reader import (
     detect_agent,
     is_document,
+    is_kilo_db,
     parser_for,
     read_editor_document,
 )
 
-Mode = Literal["stream", "gemini-jsonl", "gemini-json", "aider", "document"]
+Mode = Literal["stream", "gemini-jsonl", "gemini-json", "aider", "document", "kilo"]
 #: bytes just before the offset that must still be there for an incremental read
 _CHECK_BYTES = 64
 
@@ -59,6 +60,8 @@ class TailState(BaseModel):
 def _mode(agent: AgentName, path: Path) -> Mode:
     if agent == "aider":
         return "aider"
+    if is_kilo_db(agent, path):
+        return "kilo"  # its latest session; the watcher reads every session (``kilo_tail``)
     if is_document(agent, path):
         return "document"
     if agent == "gemini-cli":
@@ -137,6 +140,8 @@ class TranscriptTail:
         mode = _mode(self.agent, self.path)
         if mode == "stream":
             return self._read_stream(st.st_size, keep=keep)
+        if mode == "kilo":  # written through its WAL: the file's own size and time lag
+            return self._read_kilo()
         if (st.st_size, st.st_mtime_ns) == (self._size, self._mtime_ns):
             return []
         if mode == "document":
@@ -323,6 +328,14 @@ class TranscriptTail:
         self._seen = current
         self._session, self._stats = doc.session, doc.stats
         return fresh
+
+    def _read_kilo(self) -> list[Message]:
+        session, messages, stats = kilo_tail.load(self.path, None)
+        self._stats = stats
+        if session is None:
+            return []
+        self._session = session
+        return self._diff(messages, keep_only=True)
 
     def _read_aider(self, st: os.stat_result) -> list[Message]:
         if st.st_size < self._offset:

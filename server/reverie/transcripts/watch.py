@@ -40,6 +40,7 @@ import watchfiles
 
 from reverie.agent_roots import AgentRoots
 from reverie.background import lower_thread_priority
+from reverie.transcripts import kilo_db
 from reverie.transcripts.discovery import aider_history_files
 from reverie.transcripts.editor_discovery import editor_watch_roots
 from reverie.transcripts.editor_places import EditorPlaces
@@ -59,6 +60,8 @@ _MAX_RECOVERIES = 2
 
 def _is_session_file(change: watchfiles.Change, path: str) -> bool:
     return (path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
+            # Kilo Code's database, or its WAL (where Kilo's writes land first)
+            or kilo_db.is_db_name(kilo_db.db_of(Path(path)).name)
             # a new task folder of Cline / Roo / Kilo (Cline 4: a session folder): its first
             # file can be written before the recursive watch covers the folder, so the folder
             # itself is looked into
@@ -221,8 +224,12 @@ class SessionWatcher:
         """Non-recursive watch: the workspace (Aider) and parents of agent roots not there yet."""
         while not self._stop.is_set():
             folders = {self.workspace, *(p.parent for p in aider_history_files(self.workspace))}
+            # Kilo Code's data folder, not recursively: snapshots and logs churn beside the db
+            kilo_dirs = self.editor.kilo_watch_dirs()
+            folders.update(d for d in kilo_dirs if d.is_dir())
+            kilo_missing = [d for d in kilo_dirs if not d.is_dir()]
             missing = [r for r in self.agent_roots() if not r.is_dir()]
-            for root in missing:
+            for root in [*missing, *kilo_missing]:
                 parent = root.parent
                 while not parent.is_dir() and parent != self.agent_home and parent != parent.parent:
                     parent = parent.parent
@@ -239,12 +246,21 @@ class SessionWatcher:
                 watched, ready, debounce=self.debounce_ms, step=min(50, self.debounce_ms),
                 stop_event=stop, recursive=False, ignore_permission_denied=True,
             ):
-                sessionish = {c for c in changes if _is_session_file(*c)}
+                sessionish = {c for c in changes if _is_session_file(*c)
+                              or self._is_named_kilo_db(c[1])}
                 if sessionish:
                     await queue.put(sessionish)
                 if missing and any(r.is_dir() for r in missing):
                     self._roots_changed.set()
                     restart.set()
+                if kilo_missing and any(d.is_dir() for d in kilo_missing):
+                    await queue.put({(watchfiles.Change.added, "")})  # catch up: a db in it
+                    restart.set()
+
+    def _is_named_kilo_db(self, path: str) -> bool:
+        """The database ``KILO_DB`` names (any file name), or its WAL."""
+        named = self.editor.kilo_db
+        return named is not None and kilo_db.db_of(Path(path)) == named
 
     async def _wait_any(self, event: asyncio.Event) -> None:
         waiters = {asyncio.create_task(self._stop.wait()), asyncio.create_task(event.wait())}

@@ -104,3 +104,44 @@ async def test_a_rewritten_copilot_session_reaches_the_pipeline(start_server, wo
             break
         await asyncio.sleep(0.3)
     assert SESSION_ID in found, found
+
+
+async def test_a_kilo_code_session_in_its_database_reaches_the_pipeline(
+        start_server, workspace, reverie_env):
+    """Kilo Code rebuilt on OpenCode: its CLI's SQLite database under the agent home, written
+    as Kilo writes it (WAL) while the server runs; the session of this workspace gets notes and
+    is the current session; another project's session in the same database never shows."""
+    from support.kilo import KiloDb
+
+    db = KiloDb(reverie_env["agent_home"] / ".local" / "share" / "kilo" / "kilo.db")
+    ws = str(workspace)
+    sid = db.session(ws, title="Fix the cart total rounding")
+    other = db.session("/elsewhere/payroll", title="Payroll")
+    db.user(other, "payroll export")
+    s = await start_server(init_options={"reverie": FAST})
+    for _ in range(300):
+        if "parse" in (await s.command("reverie.server.status"))["workers"]:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.3)
+    ask = db.user(sid, "The cart total is off by a cent; fix the rounding in cart.py")
+    reply = db.assistant(sid, ask, ws)
+    db.tool(sid, reply, "read", {"filePath": f"{ws}/cart.py"}, "def total(items): ...")
+    db.tool(sid, reply, "edit", {"filePath": f"{ws}/cart.py", "oldString": "round(x)",
+                                 "newString": "round_half_up(x)"}, "Edit applied")
+    db.tool(sid, reply, "bash", {"command": "pytest -q"}, "3 passed", exit=0)
+    db.step(sid, reply, {"input": 900, "output": 300, "reasoning": 0,
+                         "cache": {"read": 4000, "write": 200}})
+    db.part(sid, reply, {"type": "text", "text": "Fixed the cart rounding: half up now."})
+    notes = await s.wait_for_event("reverie/sessionNotesUpdated",
+                                   lambda e: e["sessionId"] == sid, timeout=60)
+    assert notes["edited"] is True
+    status = await s.command("reverie.server.status")
+    assert status["currentSession"]["sessionId"] == sid
+    assert status["currentSession"]["agent"] == "kilo-code"
+    content = await s.command("reverie.server.sessionNotes", {"sessionId": sid})
+    assert content["exists"] and "cart" in content["content"].lower()
+    rows = (await s.command("reverie.server.listSessions"))["sessions"]
+    assert [r["sessionId"] for r in rows if r["agent"] == "kilo-code"] == [sid]
+    assert other not in {r["sessionId"] for r in rows}
+    db.close()
