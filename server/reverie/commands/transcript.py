@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print session, messages and stats")
     parser.add_argument("--stats", action="store_true", help="print only the stats as JSON")
     parser.add_argument("--session", dest="session_id", default=None,
-                        help="for files holding several sessions (Aider): which one "
-                             "(default: the latest)")
+                        help="for files holding several sessions (Aider, Kilo Code's "
+                             "database): which one (default: the latest)")
 
 
 def _dump(value: object) -> None:
