@@ -20,14 +20,15 @@ sub-agent: a child session with ``parent_id``), ``todowrite``, ``skill``, ``ques
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from reverie.transcripts.base import as_dict, as_int, as_str, first_line, parse_time
 from reverie.transcripts.classify import make_tool_call
-from reverie.transcripts.document import MAX_OUTPUT_CHARS, capped, load_json
+from reverie.transcripts.document import MAX_OUTPUT_CHARS, Unit, capped, load_json
 from reverie.transcripts.kilo_db import Row, SessionRow
 from reverie.transcripts.model import Message, ParseStats, Session, ToolResult, Usage
 from reverie.transcripts.wrappers import request_of
@@ -49,35 +50,64 @@ def session_of(path: Path, row: SessionRow) -> Session:
     return session
 
 
+def units_of(session: Session, rows: list[Row], parts: list[Row],
+             stats: ParseStats) -> list[Unit]:
+    """One unit per message row with its parts, keyed by the message id, digested over their
+    raw JSON: a tail rebuilds only the messages whose rows changed (``document.Unit``)."""
+    by_message: dict[str, list[Row]] = {}
+    for part in parts:
+        by_message.setdefault(part.owner, []).append(part)
+    units: list[Unit] = []
+    for row in rows:
+        own = by_message.get(row.id, [])
+        hasher = hashlib.blake2b(row.data, digest_size=10)
+        for part in own:
+            hasher.update(part.id.encode("utf-8", "replace") + b"\0" + part.data)
+        units.append(Unit(key=row.id, digest=hasher.hexdigest(),
+                          build=_builder(row, own, session, stats)))
+    return units
+
+
 def messages_of(session: Session, rows: list[Row], parts: list[Row],
                 stats: ParseStats) -> list[Message]:
     """The messages of a session's rows, in Kilo's order; the title from the first request
     when Kilo has not named the session."""
-    by_message: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for part in parts:
-        stats.lines += 1
-        value, why = load_json(part.data)
-        if not isinstance(value, dict):
-            stats.skip(f"part {part.id}: {why or 'not a JSON object'}")
-            continue
-        by_message.setdefault(part.owner, []).append((part.id, value))
-    out: list[Message] = []
-    for row in rows:
+    out = [m for unit in units_of(session, rows, parts, stats) for m in unit.build()]
+    name_by_request(session, out)
+    return out
+
+
+def name_by_request(session: Session, messages: list[Message]) -> None:
+    """The title from the first request, when Kilo has not named the session."""
+    if session.title is None:
+        for message in messages:
+            if message.role == "user" and (found := request_of(message.text)):
+                session.title, session.title_source = first_line(found), "first_prompt"
+                break
+
+
+def _builder(row: Row, own: list[Row], session: Session, stats: ParseStats
+             ) -> Callable[[], list[Message]]:
+    def build() -> list[Message]:
+        parts: list[tuple[str, dict[str, Any]]] = []
+        for part in own:
+            stats.lines += 1
+            value, why = load_json(part.data)
+            if not isinstance(value, dict):
+                stats.skip(f"part {part.id}: {why or 'not a JSON object'}")
+                continue
+            parts.append((part.id, value))
         stats.lines += 1
         info, why = load_json(row.data)
         if not isinstance(info, dict):
             stats.skip(f"message {row.id}: {why or 'not a JSON object'}")
-            continue
+            return []
         try:
-            out.extend(_messages(row.id, info, by_message.get(row.id, []), session, stats))
+            return list(_messages(row.id, info, parts, session, stats))
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             stats.skip(f"message {row.id}: unexpected shape ({type(exc).__name__})")
-    if session.title is None:
-        for message in out:
-            if message.role == "user" and (found := request_of(message.text)):
-                session.title, session.title_source = first_line(found), "first_prompt"
-                break
-    return out
+            return []
+    return build
 
 
 def _messages(key: str, info: dict[str, Any], parts: list[tuple[str, dict[str, Any]]],

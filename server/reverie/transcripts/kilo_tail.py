@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.transcripts import kilo_code, kilo_db
+from reverie.transcripts.document import Unit
 from reverie.transcripts.kilo_db import KiloDbError, SessionRow
 from reverie.transcripts.model import Message, ParseStats, Session
 
@@ -40,8 +41,9 @@ class KiloChange:
     messages: list[Message]
 
 
-def load(path: Path, session_id: str | None) -> tuple[Session | None, list[Message], ParseStats]:
-    """One session, whole (``None``: the most recently updated main session). A database that
+def load_units(path: Path, session_id: str | None
+               ) -> tuple[Session | None, list[Unit], ParseStats]:
+    """One session's units (``None``: the most recently updated main session). A database that
     cannot be read is a counted skip, never an exception."""
     stats = ParseStats()
     try:
@@ -54,7 +56,17 @@ def load(path: Path, session_id: str | None) -> tuple[Session | None, list[Messa
     for _ in range(oversized):
         stats.skip(f"a row over {kilo_db.MAX_DATA_BYTES} bytes not read")
     session = kilo_code.session_of(path, row)
-    return session, kilo_code.messages_of(session, rows, parts, stats), stats
+    return session, kilo_code.units_of(session, rows, parts, stats), stats
+
+
+def load(path: Path, session_id: str | None) -> tuple[Session | None, list[Message], ParseStats]:
+    """One session, whole (see ``load_units``)."""
+    session, units, stats = load_units(path, session_id)
+    if session is None:
+        return None, [], stats
+    messages = [m for unit in units for m in unit.build()]
+    kilo_code.name_by_request(session, messages)
+    return session, messages, stats
 
 
 class KiloDbTail:
@@ -64,6 +76,8 @@ class KiloDbTail:
         self.path = Path(path)
         #: session id -> (time_updated when last read, fingerprints of its messages)
         self._known: dict[str, tuple[int, list[str]]] = {}
+        #: session id -> message id -> (digest of its rows, fingerprints): this run only
+        self._units: dict[str, dict[str, tuple[str, list[str]]]] = {}
         self.stats = ParseStats()
 
     def read_changed(self, wanted: Callable[[SessionRow], bool],
@@ -82,14 +96,25 @@ class KiloDbTail:
                 continue
             if not wanted(row):
                 continue
-            session, messages, stats = load(self.path, row.id)
+            session, units, stats = load_units(self.path, row.id)
             if session is None:
                 if stats.skipped:  # unreadable now: leave it for the next change
                     self.stats.skip(stats.errors[0] if stats.errors else "session unreadable")
                 continue
             seen = set(known[1]) if known is not None else set()
-            prints = [_fingerprint(m) for m in messages]
-            fresh = [m for m, fp in zip(messages, prints, strict=True) if fp not in seen]
+            before = self._units.get(row.id, {})
+            after: dict[str, tuple[str, list[str]]] = {}
+            prints: list[str] = []
+            fresh: list[Message] = []
+            for unit in units:  # only the messages whose rows changed are rebuilt
+                cached = before.get(unit.key)
+                if cached is None or cached[0] != unit.digest:
+                    built = unit.build()
+                    cached = (unit.digest, [_fingerprint(m) for m in built])
+                    fresh += [m for m, fp in zip(built, cached[1], strict=True) if fp not in seen]
+                after[unit.key] = cached
+                prints += cached[1]
+            self._units[row.id] = after
             self._known[row.id] = (row.time_updated, prints)
             self.stats.lines += stats.lines
             self.stats.ignored += stats.ignored

@@ -102,8 +102,8 @@ def test_sessions_that_did_not_move_are_not_read_again(reverie_env: dict[str, Pa
     reader = SessionReader(ws, home)
     reader.scan(report=False)
     loads: list[str | None] = []
-    original = kilo_tail.load
-    monkeypatch.setattr(kilo_tail, "load", lambda p, s: (loads.append(s), original(p, s))[1])
+    original = kilo_tail.load_units
+    monkeypatch.setattr(kilo_tail, "load_units", lambda p, s: (loads.append(s), original(p, s))[1])
     db.user(ids[2], "only this one")
     events = reader.apply([str(db.path) + "-wal"])
     assert loads == [ids[2]] and [e.ref.session_id for e in events] == [ids[2]]
