@@ -78,6 +78,8 @@ class KiloDbTail:
         self._known: dict[str, tuple[int, list[str]]] = {}
         #: session id -> message id -> (digest of its rows, fingerprints): this run only
         self._units: dict[str, dict[str, tuple[str, list[str]]]] = {}
+        #: session id -> the first request's line, for sessions Kilo has not named
+        self._requests: dict[str, str] = {}
         self.stats = ParseStats()
 
     def read_changed(self, wanted: Callable[[SessionRow], bool],
@@ -116,6 +118,12 @@ class KiloDbTail:
                 prints += cached[1]
             self._units[row.id] = after
             self._known[row.id] = (row.time_updated, prints)
+            if session.title is None:  # the first request (built once, then remembered)
+                if row.id not in self._requests:
+                    kilo_code.name_by_request(session, [m for u in units[:2] for m in u.build()])
+                    self._requests[row.id] = session.title or ""
+                session.title = self._requests[row.id] or None
+                session.title_source = "first_prompt" if session.title else None
             self.stats.lines += stats.lines
             self.stats.ignored += stats.ignored
             for reason in stats.errors:

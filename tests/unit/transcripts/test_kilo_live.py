@@ -77,6 +77,11 @@ def test_a_session_streaming_into_the_database(reverie_env: dict[str, Path],
     check(reports, final[1:])  # the request was there before the reader started
     assert [m.text for m in reports if m.role == "assistant" and m.text] == [
         "Look", "Looking at cart.py"]  # the same part, reported again as it grew
+    untitled = db.session(str(ws))  # Kilo's placeholder title: the request names it
+    db.user(untitled, "Rename the checkout button")
+    named = [e.session for e in reader.apply([str(db.path)])]
+    assert [(s.title, s.title_source) for s in named] == [
+        ("Rename the checkout button", "first_prompt")]
 
     # a restarted reader resumes: what came meanwhile is reported, nothing twice
     saved = reader.states()
