@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from reverie.analysis.working import AnalyserBase
+
 #: issue-tracker CLIs, by the words that start their commands
 _TRACKERS: tuple[tuple[str, ...], ...] = (
     ("bd",), ("gh", "issue"), ("glab", "issue"), ("jira", "issue"), ("jira",), ("linear",),
@@ -58,3 +60,55 @@ def glob_failure(output: str) -> str | None:
     """The path zsh could not expand (it has ``[``, ``*`` or ``?`` and was not quoted)."""
     match = _NO_MATCH.search(output[:2_000])
     return match.group(1) if match and any(c in match.group(1) for c in "[]*?") else None
+
+
+#: pre-commit's report of a failing hook, and other hook managers' (husky, lefthook)
+_HOOK_ID = re.compile(r"^\W*- hook id: ([\w.-]+)\s*$", re.MULTILINE)
+#: pre-commit's line per hook: ``flake8.............Failed`` / ``black....Passed``
+_HOOK_STATUS = re.compile(r"^\W*([\w][\w .+/-]{0,40}?)\.{3,}(?:\(no files to check\))?"
+                          r"(?:Passed|Failed|Skipped)\s*$", re.MULTILINE)
+_HOOK_BLOCKED = re.compile(r"husky - \S+ hook exited|pre-commit hook (?:failed|exited)|"
+                           r"lefthook.*(?:failed|error)", re.IGNORECASE)
+
+
+class WorkflowNotes(AnalyserBase):
+    """What commands show of the project's workflow: hooks, tracker, ignored and quoted paths
+    (a mixin of ``SessionAnalyser``)."""
+
+    _hooks: dict[str, None]
+    _trackers: dict[str, None]
+    _ignored: dict[str, None]
+    _unquoted: dict[str, None]
+    _quoted: dict[str, None]
+
+    def _workflow(self, command: str, failed: bool, output: str, has_result: bool) -> None:
+        """What the command shows of how the project works (tracker, ignored and quoted
+        paths): a few cheap checks, each bounded."""
+        if failed:
+            head = output[:20_000]
+            for path in ignored_paths(head) if "gitignore" in head else ():
+                if len(self._ignored) < 10:
+                    self._ignored.setdefault(path, None)
+            unexpanded = glob_failure(head) if "no matches found" in head else None
+            if unexpanded is not None and len(self._unquoted) < 10:
+                self._unquoted.setdefault(unexpanded, None)
+            return
+        if not has_result:
+            return
+        for path in [p for p in self._unquoted if f"'{p}'" in command or f'"{p}"' in command]:
+            del self._unquoted[path]
+            if len(self._quoted) < 10:
+                self._quoted.setdefault(path, None)
+        form = tracker_form(command) if command[:6].strip() else None
+        if form is not None and len(self._trackers) < 8:
+            self._trackers.setdefault(form, None)
+
+    def _note_hooks(self, output: str) -> bool:
+        """Remember the pre-commit-style hooks an output shows failing; whether it showed any."""
+        head = output[:20_000]
+        if _HOOK_ID.search(head) is None:
+            return bool(_HOOK_BLOCKED.search(head[:4_000]))
+        for match in _HOOK_STATUS.finditer(head):  # every hook the run listed, passed or not
+            if len(self._hooks) < 12:
+                self._hooks.setdefault(match.group(1).strip(), None)
+        return True

@@ -1,0 +1,199 @@
+"""The analysis a ``SessionAnalyser`` has built so far, as a ``SessionAnalysis``: every text that
+becomes a fact is redacted here, paths are shown relative to the session's directory, and the
+end state (latest request, last reply, what is still in progress) is read off the last turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from reverie.analysis.models import (
+    Change,
+    Decision,
+    EndState,
+    ErrorFix,
+    FileActivity,
+    ProjectCommand,
+    Rule,
+    SessionAnalysis,
+    Summarised,
+    WorkStep,
+)
+from reverie.analysis.outcomes import prose, shorten
+from reverie.analysis.requests import _title_of
+from reverie.analysis.statements import StatementKind, avoided
+from reverie.analysis.working import _Call, _Change
+from reverie.transcripts.model import Session
+from reverie.transcripts.redacted import redact_session
+
+if TYPE_CHECKING:
+    from reverie.analysis.analyser import SessionAnalyser
+
+_RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
+                         StatementKind.CORRECTION})
+_REPLY_CHARS = 3_000
+
+
+def _show(path: str, roots: list[str]) -> str:
+    for root in roots:
+        if path == root:
+            return "."
+        if path.startswith(root + "/"):
+            return path[len(root) + 1:]
+    return path
+
+
+def build_result(state: SessionAnalyser, session: Session | None = None) -> SessionAnalysis:
+    """The analysis of everything fed so far (``session``: the complete session record,
+    when it was not known at the start)."""
+    state._settle_user_command()
+    session = session or state.session
+    # an agent that logs no results at all (Aider) logs a call once it is done
+    logs_results = state._results_seen or (session is not None and session.agent != "aider")
+    if not logs_results:
+        state._flush_pending()
+    if session is not None:
+        session = redact_session(session)  # its title is shortened below
+    roots = [r.rstrip("/") for r in (
+        session.cwd if session else None,
+        str(state.workspace) if state.workspace else None,
+    ) if r]
+
+    def show(path: str) -> str:
+        return state._clean(_show(path, roots))
+
+    def change(item: _Change | None) -> Change | None:
+        if item is None:
+            return None
+        essence = state._clean(item.essence) if item.essence else None
+        command = state._clean(shorten(item.command, 200)) if item.command else None
+        return Change(path=show(item.path) if item.path else "", essence=essence,
+                      evidence=item.evidence, command=command)
+
+    errors: list[ErrorFix] = []
+    for resolved in state._resolved:
+        failure = resolved.failure
+        errors.append(ErrorFix(
+            check=state._clean(shorten(failure.check, 200)),
+            category=failure.category,
+            error=state._clean(failure.error_raw),
+            failed_at=failure.evidence,
+            failures=failure.count,
+            status="fixed" if resolved.status == "fixed" else "passed",
+            fix=change(resolved.fix),
+            other_changes=resolved.other_changes,
+            proved_by=state._clean(shorten(resolved.proved_by or "", 200)) or None,
+            proved_at=resolved.proved_at,
+        ))
+    still = sorted((f for bucket in state._open.values() for f in bucket.values()),
+                   key=lambda f: f.changes_at)
+    for failure in still[-state.limits.errors:]:
+        errors.append(ErrorFix(
+            check=state._clean(shorten(failure.check, 200)),
+            category=failure.category,
+            error=state._clean(failure.error_raw),
+            failed_at=failure.evidence,
+            failures=failure.count,
+            status="still_failing",
+            changed_since=state._changes - failure.last_at,
+        ))
+    rules: list[Rule] = []
+    decisions: list[Decision] = []
+    for statement in state._statements:
+        if statement.kind in _RULE_KINDS:
+            if len(rules) < state.limits.rules:
+                rules.append(Rule(
+                    kind=statement.kind, text=statement.text, subject=statement.subject,
+                    replaces=statement.replaces, chosen=statement.chosen,
+                    avoid=avoided(statement.text),
+                    evidence=statement.evidence, superseded_by=statement.superseded_by))
+        elif len(decisions) < state.limits.decisions:
+            decisions.append(Decision(
+                kind="rename" if statement.kind is StatementKind.RENAME else "decision",
+                text=statement.text, subject=statement.subject,
+                replaces=statement.replaces, chosen=statement.chosen,
+                evidence=statement.evidence, superseded_by=statement.superseded_by))
+    files = [
+        FileActivity(path=show(path), reads=s.reads, edits=s.edits, created=s.created,
+                     symbols=[state._clean(n) for n in s.symbols], first_seen=s.first_seen)
+        for path, s in state._files.items()
+    ]
+    forbidden = {word for statement in state._statements
+                 if statement.kind in _RULE_KINDS and statement.superseded_by is None
+                 for word in avoided(statement.text)}
+    commands = [
+        ProjectCommand(
+            category=c.category, key=c.key,
+            working=state._clean(shorten(c.working, 300)) if c.working else None,
+            last=state._clean(shorten(c.last, 300)), runs=c.runs, failures=c.failures,
+            last_ok=c.last_ok, evidence=c.evidence, scope=sorted(c.scope))
+        for c in state._commands.values()
+        # a command a current rule forbids ("never npm") is not the project's way
+        if c.key.split(" ", 1)[0].lower() not in forbidden
+    ]
+    steps = [*state._steps]
+    if not state._step.empty() or state._step.request is not None:
+        steps.append(state._step)
+    worklog = [WorkStep(request=s.request, reads=s.reads, searches=s.searches,
+                        commands=s.commands, edited=[state._clean(e) for e in s.edited],
+                        edited_more=s.edited_more, failed=s.failed) for s in steps]
+    in_progress = (
+        [_describe(state, c, show) for c in state._turn_calls[-3:]]
+        if state._turn_open and logs_results else []
+    )
+    final = None
+    if not state._turn_open and state._final is not None:
+        final = state._clean(state._final)[:_REPLY_CHARS]
+    end = EndState(
+        last_request=state._last_request[0] if state._last_request else None,
+        last_request_at=state._last_request[1] if state._last_request else None,
+        last_reply=shorten(state._clean(prose(state._last_reply))[:_REPLY_CHARS], 500)
+        if state._last_reply and prose(state._last_reply) else None,
+        final_answer=final,
+        in_progress=in_progress,
+        last_check=state._clean(shorten(state._last_check[0], 200)) if state._last_check
+        else None,
+        last_check_ok=state._last_check[1] if state._last_check else None,
+    )
+    counts = dict(state._counts)
+    counts["worklog_dropped"] = max(0, len(steps) - len(worklog))
+    counts["redactions"] = state._redactions
+    summary = Summarised(**{k: v for k, v in counts.items() if k in Summarised.model_fields})
+    title = state._title
+    if title is None and state._first_request is not None:
+        title = _title_of(state._first_request)
+    if title is None and session is not None and session.title:
+        title = state._clean(shorten(session.title, 100))
+    return SessionAnalysis(
+        session_id=session.id if session else "",
+        agent=session.agent if session else "generic",
+        cwd=session.cwd if session else None,
+        started_at=state._started or (session.started_at if session else None),
+        updated_at=state._updated or (session.updated_at if session else None),
+        title=title,
+        requests=[*state._requests_head, *state._requests_tail],
+        rules=rules,
+        decisions=decisions,
+        corrections=list(state._corrections),
+        commands=commands,
+        errors=errors,
+        files=files,
+        worklog=worklog,
+        commits=list(state._commits),
+        hooks=[state._clean(h) for h in state._hooks],
+        hooks_block_commits=state._hooks_block_commits,
+        tracker_commands=[state._clean(t) for t in state._trackers],
+        ignored_paths=[show(p) for p in state._ignored],
+        quoted_paths=[show(p) for p in state._quoted],
+        end=end,
+        counts=summary,
+    )
+
+
+def _describe(state: SessionAnalyser, call: _Call, show: Callable[[str], str]) -> str:
+    if call.command:
+        return f"`{state._clean(shorten(call.command, 160))}`"
+    if call.paths:
+        return f"{call.name} `{show(call.paths[0])}`"
+    return call.name
