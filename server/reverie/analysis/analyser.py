@@ -46,12 +46,13 @@ from reverie.analysis.requests import (
     _looks_pasted,
     _supersedes,
     _title_of,
+    bare_answer,
 )
 from reverie.analysis.result import build_result
 from reverie.analysis.shell_files import shell_edits, shell_reads
 from reverie.analysis.slash import split_commands
 from reverie.analysis.statements import StatementKind, is_correction, split_request
-from reverie.analysis.workflow import WorkflowNotes
+from reverie.analysis.workflow import WorkflowNotes, reads_hook_file
 from reverie.analysis.working import (
     _SEARCH_COMMANDS,
     POLL_TOOLS,
@@ -77,6 +78,10 @@ _REQUEST_CHARS = 4_000
 #: a non-zero exit that reports nothing wrong
 _BENIGN_EXIT = re.compile(r"nothing to commit|nothing added to commit|no changes added to commit"
                           r"|Already up[ -]to[ -]date|Everything up-to-date", re.IGNORECASE)
+#: a file an ``apply_patch`` patch creates
+_ADDED = re.compile(r"^\*\*\* Add File: (\S.*?)\s*$", re.MULTILINE)
+#: the last stage of a pipeline is a search: exit 1 with no output means it found nothing
+_ENDS_IN_SEARCH = re.compile(r"(?:^|\|)\s*(?:grep|egrep|fgrep|rg|ag|ack)\b[^|]*$")
 _RUN_EXIT = re.compile(r"(?:Command exited with code|exit code:?|exited with)\s*(-?\d+)", re.I)
 
 
@@ -98,6 +103,10 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
         self._commands: dict[str, _Command] = {}
         self._open: dict[str, dict[str, _Failure]] = {}
         self._open_count = 0
+        self._probes: list[tuple[str, str]] = []
+        self._missing: dict[str, str] = {}
+        self._relocated: dict[str, str] = {}
+        self._vcs: deque[str] = deque(maxlen=self.limits.commits)
         self._resolved: deque[_Resolved] = deque()
         self._changes = 0
         self._recent_changes: deque[_Change] = deque(maxlen=self.limits.recent_changes)
@@ -175,6 +184,8 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
                 continue  # an agent may log several results for one call: the first counts
             failed = result_failed(result)
             output = self._clean(_bounded_output(result.output)) if failed else ""
+            if not failed and _shows_facts(call):
+                self._succeeded(call.command, call.paths, result.output, call.evidence)
             self._outcome(call, failed, output, has_result=True)
 
     def feed_all(self, messages: Iterable[Message]) -> SessionAnalyser:
@@ -208,8 +219,10 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
         text = self._clean(request)[:_REQUEST_CHARS]
         evidence = Evidence(message_id=message.id, timestamp=message.timestamp)
         asked, self._agent_asked = self._agent_asked, False
-        if _MENU_CHOICE.match(text):
-            self._count("answers")  # "B", "2)", "y": a pick from the agent's menu, not a task
+        if _MENU_CHOICE.match(text) or (asked and bare_answer(text)):
+            # "B", "2)", "y": a pick from the agent's menu; "M-Claude" after "which
+            # repository?": an answer to the agent's question, not a task
+            self._count("answers")
             return
         self._count("requests")
         if _RETRACTION.match(text):
@@ -380,8 +393,11 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
                 call = call.model_copy(update={"input": inputs})
             symbols = edited_symbols(call)
             essence = edit_essence(call, symbols)
+        patch = (call.input.get("patch") or call.input.get("input")) \
+            if call.kind is ToolKind.EDIT else None
+        adds = tuple(_ADDED.findall(patch[:20_000]))[:5] if isinstance(patch, str) else ()
         return _Call(self._seq, call.name, call.kind, tuple(call.file_paths[:5]), command, info,
-                     essence, symbols, evidence, sidechain)
+                     essence, symbols, evidence, sidechain, adds)
 
     def _flush_pending(self) -> None:
         """Calls that never got a result by the next request (Aider logs none): an edit is
@@ -393,6 +409,11 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
     # -- outcomes ---------------------------------------------------------------------------
 
     def _outcome(self, call: _Call, failed: bool, output: str, *, has_result: bool) -> None:
+        self._settle(call, failed, output, has_result=has_result)
+        if has_result and not failed and self._probes and call.name not in POLL_TOOLS:
+            self._moved_on()  # after the call's own pass, which may resolve a probe first
+
+    def _settle(self, call: _Call, failed: bool, output: str, *, has_result: bool) -> None:
         if call.name in POLL_TOOLS:
             return
         step = self._step
@@ -460,8 +481,9 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
                 for path in read:
                     self._file(path, call, read=True)
             return
-        if failed and info.key.split(" ", 1)[0] in _SEARCH_COMMANDS and not output.strip():
-            return  # a search that found nothing
+        if failed and not output.strip() and (info.key.split(" ", 1)[0] in _SEARCH_COMMANDS
+                                              or _ENDS_IN_SEARCH.search(call.command or "")):
+            return  # a search that found nothing (``journalctl … | grep TLS``: no such line)
         if failed and _BENIGN_EXIT.search(output[:2_000]):
             failed = False  # ``git commit`` with nothing to commit: not an error
         if failed and "hook" in output[:20_000]:
@@ -476,8 +498,11 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
             self._count("other_commands")
         if failed:
             step.failed += 1
+            # a command that is not the project's, run once by the agent, is a probe until the
+            # session shows it mattered (it fails again, or nothing works after it)
+            probe = info.category is CommandCategory.OTHER and call.name != "user_shell"
             self._fail(info.main, info.check_key or info.key, info, info.category, output,
-                       call.evidence)
+                       call.evidence, probe=probe)
         elif has_result:
             if any(part.changes_the_project for part in (info, *info.chain)):
                 # regenerated code or an added dependency is a change: it can be what makes a
@@ -525,7 +550,8 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
             stats.reads += 1
             return
         stats.edits += 1
-        if call.kind is ToolKind.WRITE and stats.edits == 1 and stats.reads == 0:
+        if stats.edits == 1 and stats.reads == 0 and (call.kind is ToolKind.WRITE or any(
+                path == added or path.endswith("/" + added) for added in call.adds)):
             stats.created = True
         for name in call.symbols:
             if name not in stats.symbols and len(stats.symbols) < 8:
@@ -537,6 +563,14 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
         """The analysis of everything fed so far (``session``: the complete session record,
         when it was not known at the start)."""
         return build_result(self, session)
+
+
+def _shows_facts(call: _Call) -> bool:
+    """A successful call whose output the analysis reads: a commit, a commit hook read."""
+    command = call.command or ""
+    return "git commit" in command or "git pull" in command or "git push" in command \
+        or reads_hook_file(command) or any(
+        reads_hook_file(path) for path in call.paths)
 
 
 def analyse_session(messages: Iterable[Message], session: Session | None = None,

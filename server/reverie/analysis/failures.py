@@ -25,9 +25,12 @@ class FailureTracking(AnalyserBase):
     _resolved: deque[_Resolved]
     _changes: int
     _recent_changes: deque[_Change]
+    #: one-off failures of commands that are not the project's (``tailscale status``: not
+    #: installed): (key, check) of each, dropped when the session goes on and something works
+    _probes: list[tuple[str, str]]
 
     def _fail(self, check: str, key: str, info: CommandInfo | None, category: CommandCategory,
-              output: str, evidence: Evidence) -> None:
+              output: str, evidence: Evidence, *, probe: bool = False) -> None:
         self._count("failures")
         bucket = self._open.setdefault(key, {})
         signature = " ".join(check.split())
@@ -54,6 +57,23 @@ class FailureTracking(AnalyserBase):
                                      mentioned_files(output), last_at=self._changes,
                                      signature=error_signature)
         self._open_count += 1
+        if probe and len(self._probes) < 64:
+            self._probes.append((key, signature))
+
+    def _moved_on(self) -> None:
+        """Something worked after one-off probes failed: they were looking around (a tool that
+        is not installed, a file only root can read), not errors the session still has."""
+        for key, signature in self._probes:
+            bucket = self._open.get(key)
+            failure = bucket.get(signature) if bucket else None
+            if bucket is None or failure is None or failure.count > 1:
+                continue
+            del bucket[signature]
+            self._open_count -= 1
+            self._count("probe_failures")
+            if not bucket:
+                del self._open[key]
+        self._probes.clear()
 
     def _passed(self, key: str, info: CommandInfo | None, command: str,
                 evidence: Evidence) -> None:

@@ -18,9 +18,25 @@ _RETRACTION = re.compile(r"^\W*(?:no[,.!]?\s+)?(?:scratch that|ignore (?:that|wh
                          r"(?: message)?)|forget (?:that|what i said)|never ?mind|disregard that"
                          r"|i take (?:that|it) back)\b", re.IGNORECASE)
 #: the end of a reply that asks the person to choose or confirm
-_ASKS_BACK = re.compile(r"\?\s*(?:```)?\s*$|\b(?:would you like|do you want|should i|shall i|"
+_ASKS_BACK = re.compile(r"\?\s*(?:```)?\s*$|\?\s+(?:you can|either|options?|\d[.)]|[-*] )|"
+                        r"\b(?:would you like|do you want|should i|shall i|"
                         r"which (?:one|option|do you)|let me know (?:if|which|whether)|"
                         r"please (?:confirm|choose|pick))\b", re.IGNORECASE)
+
+
+#: a reply of one or two words: a name, a value, a choice ("M-Claude", "the second one")
+_BARE = re.compile(r"^\W*[\w.@/~-]+(?:\s+[\w.@/~-]+)?\W*$")
+#: one-word requests that are tasks even right after the agent asked something
+_TASK_WORDS = frozenset({"push", "commit", "pull", "merge", "deploy", "run", "test", "build",
+                         "stop", "undo", "revert", "release", "publish", "retry", "rebase"})
+
+
+def bare_answer(text: str) -> bool:
+    """A short reply to the agent's question that names something and asks for nothing."""
+    if _BARE.match(text) is None:
+        return False
+    first = text.strip().split()[0].lower().strip(".,!")
+    return first not in _TASK_WORDS and _ASKS.search(text) is None
 
 
 def _looks_pasted(text: str) -> bool:
@@ -56,7 +72,7 @@ def _title_of(task: str, asks: bool = True) -> str | None:
     # `bd show rv-12`. Please follow AGENTS.md…"): the first sentence that names the specific
     # thing (an id, a path, code) says what this session is about
     named = next((p for p in sentences[:6] if _specific(p)), None)
-    if named is not None and not _specific(chosen):
+    if named is not None and not _specific(chosen) and _boilerplate(chosen):
         chosen = named
     words = plain_statement(first_line(chosen, 400), capitalise=False).split()
     return shorten(" ".join(words[:12]), 100).rstrip(".") or None
@@ -70,6 +86,17 @@ _SPECIFIC = re.compile(r"`[^`]{2,}`|#\d+\b|\b[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9]*\d
 #: files every session of a repo mentions (its agent instructions): nothing specific
 _BOILERPLATE_FILES = re.compile(r"\b(?:AGENTS|CLAUDE|GEMINI|README|CONTRIBUTING|CONVENTIONS)"
                                 r"\.md\b", re.IGNORECASE)
+
+
+#: the instructions every session of a repo opens with ("Read AGENTS.md first", "Please follow
+#: the conventions"): they say nothing of this session's task ("fix any failing unit tests" does)
+_BOILERPLATE = re.compile(r"^\W*(?:please\s+)?(?:read|follow|see|check|remember|note|use the|"
+                          r"make sure|be sure|keep in mind)\b", re.IGNORECASE)
+
+
+def _boilerplate(sentence: str) -> bool:
+    return _BOILERPLATE.search(sentence) is not None or \
+        _BOILERPLATE_FILES.search(sentence) is not None
 
 
 def _specific(sentence: str) -> bool:

@@ -5,6 +5,7 @@ end state (latest request, last reply, what is still in progress) is read off th
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,16 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
     def show(path: str) -> str:
         return state._clean(_show(path, roots))
 
+    def places(missing: str, found: str) -> tuple[str, str]:
+        """The two paths from the directory they share (``M-Claude``, ``Documents/M-Claude``):
+        the session may have ``cd``-ed anywhere, their common part is the place they name."""
+        common = posixpath.commonpath([missing, found]) if missing.startswith("/") and \
+            found.startswith("/") else ""
+        if common in ("", "/"):
+            return state._clean(missing), state._clean(found)
+        return (state._clean(posixpath.relpath(missing, common)),
+                state._clean(posixpath.relpath(found, common)))
+
     def change(item: _Change | None) -> Change | None:
         if item is None:
             return None
@@ -114,11 +125,19 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
                 text=statement.text, subject=statement.subject,
                 replaces=statement.replaces, chosen=statement.chosen,
                 evidence=statement.evidence, superseded_by=statement.superseded_by))
-    files = [
-        FileActivity(path=show(path), reads=s.reads, edits=s.edits, created=s.created,
-                     symbols=[state._clean(n) for n in s.symbols], first_seen=s.first_seen)
-        for path, s in state._files.items()
-    ]
+    files: dict[str, FileActivity] = {}
+    for path, s in state._files.items():
+        shown = show(path)
+        seen = files.get(shown)  # one file named absolute and relative: one entry
+        if seen is None:
+            files[shown] = FileActivity(path=shown, reads=s.reads, edits=s.edits,
+                                        created=s.created, first_seen=s.first_seen,
+                                        symbols=[state._clean(n) for n in s.symbols])
+            continue
+        more = [n for n in (state._clean(n) for n in s.symbols) if n not in seen.symbols]
+        files[shown] = seen.model_copy(update={
+            "reads": seen.reads + s.reads, "edits": seen.edits + s.edits,
+            "created": seen.created or s.created, "symbols": [*seen.symbols, *more]})
     forbidden = {word for statement in state._statements
                  if statement.kind in _RULE_KINDS and statement.superseded_by is None
                  for word in avoided(statement.text)}
@@ -178,7 +197,7 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
         corrections=list(state._corrections),
         commands=commands,
         errors=errors,
-        files=files,
+        files=list(files.values()),
         worklog=worklog,
         commits=list(state._commits),
         hooks=[state._clean(h) for h in state._hooks],
@@ -186,6 +205,8 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
         tracker_commands=[state._clean(t) for t in state._trackers],
         ignored_paths=[show(p) for p in state._ignored],
         quoted_paths=[show(p) for p in state._quoted],
+        relocated_paths=[places(a, b) for a, b in state._relocated.items()],
+        vcs=list(state._vcs),
         end=end,
         counts=summary,
     )

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import deque
 
+from reverie.analysis.models import Commit, Evidence
+from reverie.analysis.outcomes import shorten
 from reverie.analysis.working import AnalyserBase
 
 #: issue-tracker CLIs, by the words that start their commands
@@ -62,6 +65,97 @@ def glob_failure(output: str) -> str | None:
     return match.group(1) if match and any(c in match.group(1) for c in "[]*?") else None
 
 
+#: ``git commit``'s summary line: ``[main 3578a31] Update journals`` (``(root-commit)`` first)
+_COMMITTED = re.compile(r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? (?P<sha>[0-9a-f]{7,40})\] "
+                        r"(?P<message>\S.*)$", re.MULTILINE)
+#: the files that hold a repository's commit hooks
+_HOOK_FILE = re.compile(r"(?:^|[\s/'\"])(?:\.git/hooks/(?:pre-commit|pre-push|commit-msg)\b|"
+                        r"\.husky/(?:pre-commit|pre-push)\b|\.pre-commit-config\.ya?ml\b|"
+                        r"lefthook\.ya?ml\b)")
+#: words that start a hook script's lines without being the check it runs
+_SCRIPT_WORDS = frozenset({
+    "echo", "printf", "exit", "set", "if", "then", "else", "elif", "fi", "while", "until", "do",
+    "done", "for", "case", "esac", "return", "local", "export", "read", "test", "[", "[[", "true",
+    "false", "cd", "source", ".", "eval", "exec", "command", "shift", "trap", "unset", "cat",
+    "grep", "sed", "awk", "head", "tail", "tr", "cut", "sort", "uniq", "xargs", "wc", "git",
+    "mkdir", "rm", "cp", "mv", "chmod", "ln", "basename", "dirname", "readlink", "sleep", "wait",
+    "kill", "!", "{", "}", "function", "declare", "typeset", "let", "break", "continue", "in",
+})
+_RUNNER_WORDS = frozenset({"npx", "pnpx", "bunx", "uvx", "pnpm", "npm", "yarn", "bun", "uv",
+                           "poetry", "bundle", "pipx"})
+_HOOK_IDS = re.compile(r"^\s*-\s+id:\s*([\w.-]+)", re.MULTILINE)
+#: a path the shell did not find: zsh ``no such file or directory: X``, ``X: No such file…``
+_MISSING = re.compile(r"no such file or directory: (\S+)|(?:^|\s)'?(/[^\s:']+)'?: No such file "
+                      r"or directory", re.IGNORECASE | re.MULTILINE)
+
+
+def committed(output: str) -> list[tuple[str, str]]:
+    """The commits a ``git commit`` output reports: (sha, message)."""
+    return [(m.group("sha"), m.group("message").strip())
+            for m in _COMMITTED.finditer(output[:4_000])]
+
+
+#: ``git pull``'s "Updating 82226fd..7a23400" and ``git push``'s "   82226fd..7a23400  main -> main"
+_PULLED = re.compile(r"^Updating ([0-9a-f]{7,40}\.\.[0-9a-f]{7,40})\s*$", re.MULTILINE)
+_PUSHED = re.compile(r"^\s*\+?([0-9a-f]{7,40}\.{2,3}[0-9a-f]{7,40})\s+(\S+) -> (\S+)", re.MULTILINE)
+_UP_TO_DATE = re.compile(r"^Already up[ -]to[ -]date\.?\s*$|^Everything up-to-date\s*$",
+                         re.MULTILINE)
+
+
+def synced(command: str, output: str) -> str | None:
+    """What a successful ``git pull`` / ``git push`` did, in a few words."""
+    head = output[:6_000]
+    if "git pull" in command:
+        pulled = _PULLED.search(head)
+        if pulled is not None:
+            return f"pulled `{pulled.group(1)}`"
+        if _UP_TO_DATE.search(head):
+            return "pulled: already up to date"
+    if "git push" in command:
+        pushed = _PUSHED.search(head)
+        if pushed is not None:
+            return f"pushed `{pushed.group(1)}` to `{pushed.group(3)}`"
+        if _UP_TO_DATE.search(head):
+            return "pushed: everything up to date"
+    return None
+
+
+def reads_hook_file(text: str) -> bool:
+    """``text`` (a command, a path) names a repository's commit-hook file."""
+    return _HOOK_FILE.search(text) is not None
+
+
+def hook_tools(script: str) -> list[str]:
+    """The checks a commit-hook file runs: a pre-commit config's hook ids, or the commands a
+    hook script calls (``gitleaks protect --staged`` -> ``gitleaks``; ``npx lint-staged`` ->
+    ``npx lint-staged``), without the shell's own words."""
+    head = script[:20_000]
+    ids = _HOOK_IDS.findall(head)
+    if ids:
+        return list(dict.fromkeys(ids))[:8]
+    tools: dict[str, None] = {}
+    for raw in head.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        for part in re.split(r"&&|\|\||;|\||\$\(|`", line):
+            words = [w for w in part.split() if w not in ("if", "then", "!", "else", "elif",
+                                                          "while", "until", "do")]
+            if not words or "=" in words[0] or not re.match(r"^[\w./-]+$", words[0]):
+                continue
+            name = words[0].rsplit("/", 1)[-1]
+            if name in _SCRIPT_WORDS or name.startswith(("-", "$")):
+                continue
+            if name in _RUNNER_WORDS and len(words) > 1 and not words[1].startswith("-"):
+                name = f"{name} {words[1]}"
+            tools.setdefault(name, None)
+    return list(tools)[:6]
+
+
+def missing_paths(output: str) -> list[str]:
+    """Paths a failed command said do not exist."""
+    found = [m.group(1) or m.group(2) for m in _MISSING.finditer(output[:4_000])]
+    return [p.strip("'\"") for p in found if p and "/" in p][:3]
+
+
 #: pre-commit's report of a failing hook, and other hook managers' (husky, lefthook)
 _HOOK_ID = re.compile(r"^\W*- hook id: ([\w.-]+)\s*$", re.MULTILINE)
 #: pre-commit's line per hook: ``flake8.............Failed`` / ``black....Passed``
@@ -80,6 +174,12 @@ class WorkflowNotes(AnalyserBase):
     _ignored: dict[str, None]
     _unquoted: dict[str, None]
     _quoted: dict[str, None]
+    #: paths a command did not find, by last component -> the path it tried
+    _missing: dict[str, str]
+    #: (the path that was not there, the one that was): "X is at Y, not Z"
+    _relocated: dict[str, str]
+    _commits: deque[Commit]
+    _vcs: deque[str]
 
     def _workflow(self, command: str, failed: bool, output: str, has_result: bool) -> None:
         """What the command shows of how the project works (tracker, ignored and quoted
@@ -92,9 +192,15 @@ class WorkflowNotes(AnalyserBase):
             unexpanded = glob_failure(head) if "no matches found" in head else None
             if unexpanded is not None and len(self._unquoted) < 10:
                 self._unquoted.setdefault(unexpanded, None)
+            if "no such file" in head.lower():
+                for path in missing_paths(head):
+                    if len(self._missing) < 10:
+                        self._missing.setdefault(path.rstrip("/").rsplit("/", 1)[-1], path)
             return
         if not has_result:
             return
+        if self._missing:
+            self._found_again(command)
         for path in [p for p in self._unquoted if f"'{p}'" in command or f'"{p}"' in command]:
             del self._unquoted[path]
             if len(self._quoted) < 10:
@@ -112,3 +218,33 @@ class WorkflowNotes(AnalyserBase):
             if len(self._hooks) < 12:
                 self._hooks.setdefault(match.group(1).strip(), None)
         return True
+
+    def _found_again(self, command: str) -> None:
+        """A path that was not there, then used at another place by a command that worked:
+        where it really is (``cd ~/M-Claude`` failed, ``cd ~/Documents/M-Claude`` worked)."""
+        for token in command[:2_000].replace("'", " ").replace('"', " ").split():
+            name = token.rstrip("/").rsplit("/", 1)[-1]
+            tried = self._missing.get(name)
+            if tried is None or "/" not in token or token.rstrip("/") == tried.rstrip("/"):
+                continue
+            del self._missing[name]
+            if len(self._relocated) < 5:
+                self._relocated.setdefault(tried.rstrip("/"), token.rstrip("/"))
+
+    def _succeeded(self, call_command: str | None, paths: tuple[str, ...], output: str,
+                   evidence: Evidence) -> None:
+        """What a successful call's output shows: the commits it made, the checks a commit
+        hook it read runs."""
+        command = call_command or ""
+        if "git commit" in command:
+            for sha, message in committed(output):
+                text = self._clean(shorten(message, 120))
+                self._commits.append(Commit(sha=sha[:12], message=text, evidence=evidence))
+        if "git pull" in command or "git push" in command:
+            event = synced(command, output)
+            if event is not None:
+                self._vcs.append(event)
+        if (command and reads_hook_file(command)) or any(reads_hook_file(p) for p in paths):
+            for tool in hook_tools(output):
+                if len(self._hooks) < 12:
+                    self._hooks.setdefault(tool, None)

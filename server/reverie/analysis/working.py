@@ -57,6 +57,8 @@ class _Call:
     symbols: list[str]
     evidence: Evidence
     sidechain: bool
+    #: files its patch adds (``*** Add File: tests/test_x.py``): created, not edited
+    adds: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
