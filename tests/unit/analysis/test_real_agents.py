@@ -179,6 +179,13 @@ def test_a_toolchain_pin_and_a_default_folder_are_the_users_standing_words() -> 
     assert g02.rules == []  # "Verify button click handlers. Debug event listeners. …": a task
 
 
+def test_lines_broken_by_upstream_redaction_are_counted_skips() -> None:
+    reader = TranscriptReader(CLAUDE / "621cc355-460a-48af-8722-af105fc5d65e.jsonl")
+    messages = list(reader)  # "[REDACTED_PHONE]" replaced a number: five lines are not JSON
+    assert reader.stats.skipped == 5 and len(reader.stats.errors) == 5
+    assert messages and analyse_session(messages, reader.session).title == "open M-Claude repo"
+
+
 # -- class 8: usage -------------------------------------------------------------------------------
 
 def test_a_real_request_timed_out_record_does_not_reset_the_context_estimate() -> None:
