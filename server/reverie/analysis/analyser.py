@@ -107,6 +107,7 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
         self._missing: dict[str, str] = {}
         self._relocated: dict[str, str] = {}
         self._vcs: deque[str] = deque(maxlen=self.limits.commits)
+        self._blocked: dict[str, list[str | int]] = {}
         self._resolved: deque[_Resolved] = deque()
         self._changes = 0
         self._recent_changes: deque[_Change] = deque(maxlen=self.limits.recent_changes)
@@ -471,6 +472,7 @@ class SessionAnalyser(FailureTracking, WorkflowNotes):
             self._count("exploration_commands")
             if failed:
                 self._count("exploration_failures")
+                self._environment(call.command or info.main, output)
                 return
             if info.key in _SEARCH_COMMANDS:
                 step.searches += 1

@@ -230,6 +230,8 @@ class SessionAnalysis(_Model):
     relocated_paths: list[tuple[str, str]] = Field(default_factory=list)
     #: what ``git pull`` / ``git push`` did (``pulled 82226fd..7a23400``), oldest first
     vcs: list[str] = Field(default_factory=list)
+    #: what the environment refused more than once: the command, how often, the error
+    blocked: list[str] = Field(default_factory=list)
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

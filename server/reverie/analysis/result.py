@@ -207,6 +207,8 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
         quoted_paths=[show(p) for p in state._quoted],
         relocated_paths=[places(a, b) for a, b in state._relocated.items()],
         vcs=list(state._vcs),
+        blocked=[state._clean(f"`{cmd}` ({n}×): {error}") for cmd, error, n in
+                 state._blocked.values() if int(n) > 1],
         end=end,
         counts=summary,
     )

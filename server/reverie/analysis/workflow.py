@@ -89,6 +89,11 @@ _MISSING = re.compile(r"no such file or directory: (\S+)|(?:^|\s)'?(/[^\s:']+)'?
                       r"or directory", re.IGNORECASE | re.MULTILINE)
 
 
+#: what an environment says when it refuses something, whatever the command
+_REFUSED = re.compile(r"Operation not permitted|Read-only file system|sandbox denied|"
+                      r"Permission denied|not allowed by (?:the )?sandbox", re.IGNORECASE)
+
+
 def committed(output: str) -> list[tuple[str, str]]:
     """The commits a ``git commit`` output reports: (sha, message)."""
     return [(m.group("sha"), m.group("message").strip())
@@ -180,6 +185,8 @@ class WorkflowNotes(AnalyserBase):
     _relocated: dict[str, str]
     _commits: deque[Commit]
     _vcs: deque[str]
+    #: what the environment refused, by error: [the first command, the error, how often]
+    _blocked: dict[str, list[str | int]]
 
     def _workflow(self, command: str, failed: bool, output: str, has_result: bool) -> None:
         """What the command shows of how the project works (tracker, ignored and quoted
@@ -248,3 +255,17 @@ class WorkflowNotes(AnalyserBase):
             for tool in hook_tools(output):
                 if len(self._hooks) < 12:
                     self._hooks.setdefault(tool, None)
+
+    def _environment(self, command: str, output: str) -> None:
+        """A command the environment refused (a sandbox, a read-only disk, a permission): when
+        it happens again to other commands, it is how this place works, not a one-off."""
+        line = next((x for x in output[:4_000].splitlines() if _REFUSED.search(x)), None)
+        if line is None:
+            return
+        error = shorten(" ".join(line.split()), 200)
+        key = re.sub(r"\d+", "#", error.lower())
+        seen = self._blocked.get(key)
+        if seen is not None:
+            seen[2] = int(seen[2]) + 1
+        elif len(self._blocked) < 10:
+            self._blocked[key] = [shorten(command.split("\n", 1)[0], 120), error, 1]

@@ -331,7 +331,9 @@ class NotesRenderer:
         ]
 
     def learnings(self) -> list[str]:
-        lines = [f"- {_code(e.check)} failed and was not made to pass"
+        blocked = [f"- The environment refused this more than once: {b}"
+                   for b in self.analysis.blocked]
+        lines = blocked + [f"- {_code(e.check)} failed and was not made to pass"
                  for e in self.analysis.still_failing if (not e.changed_since
                  and e.category is not CommandCategory.OTHER)
                  or not e.check.startswith(("Edit ", "Write ", "MultiEdit "))]

@@ -168,6 +168,16 @@ def test_a_commit_hook_read_and_a_path_found_after_a_miss_become_facts() -> None
     assert "Pre-commit hooks check the code: `gitleaks`." in texts
 
 
+def test_what_the_sandbox_refused_twice_is_a_learning_not_an_error() -> None:
+    _, c02 = _read(_cpolar(first=False))  # two `python - << 'PY'` checks, refused alike
+    (blocked,) = c02.blocked
+    assert blocked.startswith("`python - << 'PY'` (2×)")
+    assert "cannot create temp file for here document" in blocked
+    assert c02.still_failing == []
+    learnings = NotesRenderer(c02).build()["Learnings"]
+    assert any("here document" in line for line in learnings)
+
+
 def test_a_toolchain_pin_and_a_default_folder_are_the_users_standing_words() -> None:
     _, t02 = _read(next((ATB / "17").glob("rollout-*.jsonl")))
     assert [(r.kind, r.text) for r in t02.rules] == [
