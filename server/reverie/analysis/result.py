@@ -6,16 +6,22 @@ end state (latest request, last reply, what is still in progress) is read off th
 from __future__ import annotations
 
 import posixpath
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
 
 from reverie.analysis.models import (
     Change,
+    Commit,
     Decision,
     EndState,
     ErrorFix,
+    Evidence,
     FileActivity,
     ProjectCommand,
+    Request,
     Rule,
     SessionAnalysis,
     Summarised,
@@ -24,16 +30,71 @@ from reverie.analysis.models import (
 from reverie.analysis.outcomes import prose, shorten
 from reverie.analysis.requests import _title_of
 from reverie.analysis.statements import StatementKind, avoided
-from reverie.analysis.working import _Call, _Change
+from reverie.analysis.working import (
+    Limits,
+    _Call,
+    _Change,
+    _Command,
+    _Failure,
+    _File,
+    _Resolved,
+    _Statement,
+    _Step,
+)
 from reverie.transcripts.model import Session
 from reverie.transcripts.redacted import redact_session
-
-if TYPE_CHECKING:
-    from reverie.analysis.analyser import SessionAnalyser
 
 _RULE_KINDS = frozenset({StatementKind.RULE, StatementKind.PREFERENCE, StatementKind.NOTE,
                          StatementKind.CORRECTION})
 _REPLY_CHARS = 3_000
+
+
+class AnalyserState(Protocol):
+    """What ``build_result`` reads of a ``SessionAnalyser``'s working state (a protocol, so that
+    this module does not import the analyser that imports it)."""
+
+    session: Session | None
+    workspace: Path | None
+    limits: Limits
+    _counts: dict[str, int]
+    _redactions: int
+    _files: dict[str, _File]
+    _commands: dict[str, _Command]
+    _open: dict[str, dict[str, _Failure]]
+    _resolved: deque[_Resolved]
+    _changes: int
+    _relocated: dict[str, str]
+    _vcs: deque[str]
+    _blocked: dict[str, list[str | int]]
+    _requests_head: list[Request]
+    _requests_tail: deque[Request]
+    _statements: list[_Statement]
+    _corrections: deque[Request]
+    _title: str | None
+    _first_request: str | None
+    _steps: deque[_Step]
+    _step: _Step
+    _last_request: tuple[str, Evidence] | None
+    _last_reply: str | None
+    _final: str | None
+    _turn_calls: list[_Call]
+    _turn_open: bool
+    _last_check: tuple[str, bool] | None
+    _started: datetime | None
+    _updated: datetime | None
+    _commits: deque[Commit]
+    _results_seen: bool
+    _hooks: dict[str, None]
+    _trackers: dict[str, None]
+    _ignored: dict[str, None]
+    _quoted: dict[str, None]
+    _hooks_block_commits: bool
+
+    def _clean(self, text: str) -> str: ...
+
+    def _settle_user_command(self) -> None: ...
+
+    def _flush_pending(self) -> None: ...
 
 
 def _show(path: str, roots: list[str]) -> str:
@@ -45,7 +106,7 @@ def _show(path: str, roots: list[str]) -> str:
     return path
 
 
-def build_result(state: SessionAnalyser, session: Session | None = None) -> SessionAnalysis:
+def build_result(state: AnalyserState, session: Session | None = None) -> SessionAnalysis:
     """The analysis of everything fed so far (``session``: the complete session record,
     when it was not known at the start)."""
     state._settle_user_command()
@@ -214,7 +275,7 @@ def build_result(state: SessionAnalyser, session: Session | None = None) -> Sess
     )
 
 
-def _describe(state: SessionAnalyser, call: _Call, show: Callable[[str], str]) -> str:
+def _describe(state: AnalyserState, call: _Call, show: Callable[[str], str]) -> str:
     if call.command:
         return f"`{state._clean(shorten(call.command, 160))}`"
     if call.paths:
