@@ -26,7 +26,8 @@ from typing import cast
 import orjson
 import portalocker
 
-from reverie.analysis.analyser import Limits, SessionAnalyser
+from reverie.analysis.analyser import SessionAnalyser
+from reverie.analysis.working import Limits
 from reverie.config import ProjectPaths
 from reverie.memory import nofollow
 from reverie.memory.store import visible_files
