@@ -3,7 +3,7 @@
 Every file is read and checked before anything is written (a symlink, a read-only file, text
 that is not UTF-8, a damaged block or a personal file git tracks stops the whole operation with
 a clear error and no write). Writes are atomic per file; if one fails, the files already written
-are put back. ``dry_run`` stops after the check and returns the unified diff.
+are put back (``agents.files``). ``dry_run`` stops after the check and returns the unified diff.
 
 Symlinked instruction files are refused rather than written through: the link's target is
 usually shared (``CLAUDE.md -> AGENTS.md``, a dotfiles repository), and editing it would change
@@ -14,13 +14,8 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import logging
 import os
-import stat
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +34,14 @@ from reverie.agents.edits import (
     set_json_mcp,
     set_yaml_read,
 )
+from reverie.agents.files import (
+    Change,
+    ConnectError,
+    apply_all,
+    check_writable,
+    missing_dirs,
+    read_text,
+)
 from reverie.agents.gitrepo import find_repo, is_tracked
 from reverie.agents.ledger import Connection, FileRecord, Scope, load_ledger, save_ledger
 from reverie.agents.results import (
@@ -52,36 +55,11 @@ from reverie.agents.results import (
 from reverie.agents.shared import SharedFiles, connection_lock
 from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
-from reverie.errors import UserError
-from reverie.fsutil import atomic_write_bytes
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
 from reverie.types import ConnectableAgent, connectable_name
 
-logger = logging.getLogger(__name__)
-
-
-class ConnectError(UserError):
-    """A one-line reason why nothing was written (the front ends show it as a refusal)."""
-
-
-@dataclass(slots=True)
-class _Change:
-    record: FileRecord
-    before: str | None
-    after: str | None  # None: delete the file
-    #: for files the agent itself rewrites while it runs (Claude Code's ~/.claude.json): the
-    #: same edit made again on the text found just before writing, so its writes survive
-    redo: Callable[[str | None], str | None] | None = None
-    #: with ``redo``: the opposite edit, to put such a file back after a failure
-    undo: Callable[[str | None], str | None] | None = None
-
-    @property
-    def path(self) -> Path:
-        return Path(self.record.path)
-
-    @property
-    def changed(self) -> bool:
-        return self.before != self.after
+__all__ = ["ConnectError", "agents_of", "check_agent", "check_workspace", "connect",
+           "connections", "disconnect"]
 
 
 def check_agent(agent: str) -> ConnectableAgent:
@@ -101,49 +79,6 @@ def check_workspace(workspace: Path) -> Path:
 def _style(record: FileRecord) -> CommentStyle:
     return "hash" if record.role == "exclude" or record.kind == "yaml-read" else "html"
 
-
-def _read(path: Path) -> str | None:
-    """The file's text exactly (no newline translation), None when it does not exist."""
-    if path.is_symlink():
-        raise ConnectError(
-            f"{path} is a symbolic link (to {os.readlink(path)}); Reverie does not edit "
-            "through links, whose target other tools may share: replace the link with a "
-            "file or use the other --scope"
-        )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ConnectError(f"{path} is a directory, not a file") from None
-    except OSError as exc:
-        raise ConnectError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConnectError(f"{path} is not UTF-8 text; nothing was written") from None
-
-
-def _check_writable(path: Path, exists: bool) -> None:
-    if exists:
-        mode = path.stat().st_mode
-        if not mode & stat.S_IWUSR or not os.access(path, os.W_OK):
-            raise ConnectError(f"{path} is read-only; nothing was written")
-        return
-    probe = path.parent
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not os.access(probe, os.W_OK):
-        raise ConnectError(f"cannot create {path}: {probe} is not writable; nothing was written")
-
-
-def _missing_dirs(path: Path) -> list[str]:
-    missing = []
-    probe = path.parent
-    while not probe.exists() and probe.parent != probe:
-        missing.append(str(probe))
-        probe = probe.parent
-    return missing  # deepest first
 
 
 def _has_secret(text: str) -> bool:
@@ -197,7 +132,7 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     result = _result(name, ws, the_plan, changes, dry_run, notes)
     if dry_run or (not result.changed and previous is not None):
         return result
-    _apply(changes)
+    apply_all(changes)
     registry = SharedFiles(settings)
     for change in changes:
         if change.after is not None:
@@ -248,16 +183,16 @@ def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
     return edits
 
 
-def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
-    before = _read(edit.path)
-    _check_writable(edit.path, before is not None)
+def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> Change:
+    before = read_text(edit.path)
+    check_writable(edit.path, before is not None)
     record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
                         block_id=edit.block_id)
     if old is not None:  # keep what the first connect recorded
         record = old.model_copy(update={"role": edit.role, "kind": edit.kind})
     else:
         record.created = before is None
-        record.created_dirs = _missing_dirs(edit.path) if before is None else []
+        record.created_dirs = missing_dirs(edit.path) if before is None else []
         if edit.kind == "json-mcp":
             record.json_path = list(edit.json_path)
             record.json_created_from = (0 if before is None
@@ -293,14 +228,14 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
 
             if old is None or sep:
                 record.separator = sep
-            return _Change(record, before, after, redo, undo)
+            return Change(record, before, after, redo, undo)
         else:
             after, sep = set_yaml_read(text, edit.block_id, edit.read_path, edit.path.name)
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{edit.path}: {exc}") from None
     if old is None or sep:  # a block added now (again): what goes with it is this separator
         record.separator = sep
-    return _Change(record, before, after)
+    return Change(record, before, after)
 
 
 # -- disconnect -------------------------------------------------------------------------------
@@ -334,7 +269,7 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
         return result
-    _apply(changes)
+    apply_all(changes)
     for record in connection.files:
         if record.kind == "json-hooks":
             registry.remove(Path(record.path), owner)
@@ -346,12 +281,12 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     return result
 
 
-def _disconnect_change(record: FileRecord) -> _Change | None:
+def _disconnect_change(record: FileRecord) -> Change | None:
     path = Path(record.path)
-    before = _read(path)
+    before = read_text(path)
     if before is None:
         return None
-    _check_writable(path, True)
+    check_writable(path, True)
     try:
         if record.kind == "json-hooks":
             if (record.written_sha256 == _sha(before) and record.original is not None
@@ -375,7 +310,7 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
                 after = redo(before)
             if record.created and after is not None and is_empty_json(after):
                 after = None
-            return _Change(record, before, after, redo)
+            return Change(record, before, after, redo)
         else:
             if record.kind == "block":
                 after = remove_block(before, record.block_id, _style(record), record.separator)
@@ -385,7 +320,7 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
                 after = None
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{path}: {exc}") from None
-    return _Change(record, before, after)
+    return Change(record, before, after)
 
 
 def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Connection | None:
@@ -400,7 +335,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                                      edits[0].block_id, style="hash"))
         records = []
         for edit in edits:
-            text = _read(edit.path)
+            text = read_text(edit.path)
             if text is None:
                 continue
             record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
@@ -437,7 +372,7 @@ def _remove_created_dirs(record: FileRecord) -> None:
 # -- shared -----------------------------------------------------------------------------------
 
 
-def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[_Change],
+def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[Change],
             dry_run: bool, notes: list[str]) -> ConnectResult:
     files = []
     diff: list[str] = []
@@ -465,124 +400,6 @@ def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[_Ch
         changed=any(c.changed for c in changes), files=files, diff="".join(diff), notes=notes,
     )
 
-
-def _write(path: Path, text: str | None) -> None:
-    if text is None:
-        path.unlink(missing_ok=True)
-        return
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o600
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
-
-
-#: how often an edit is made again when the file keeps changing under it
-_REDO_ATTEMPTS = 8
-
-
-#: Claude Code's config lock (proper-lockfile: a directory ``<file>.lock``; older than this
-#: many seconds, it is stale)
-_CLAUDE_LOCK_STALE = 10.0
-_CLAUDE_LOCK_WAIT = 5.0
-
-
-@contextmanager
-def _config_lock(path: Path) -> Iterator[None]:
-    """Take the lock Claude Code takes before it saves ``~/.claude.json`` (``mkdir`` of
-    ``~/.claude.json.lock``, its proper-lockfile convention), so that neither side's
-    read-modify-write lands on the other's. A lock held past the wait is reported, never
-    broken unless stale."""
-    lock = Path(f"{path}.lock")
-    deadline = time.monotonic() + _CLAUDE_LOCK_WAIT
-    while True:
-        try:
-            lock.mkdir()
-            break
-        except FileExistsError:
-            try:
-                stale = time.time() - lock.stat().st_mtime > _CLAUDE_LOCK_STALE
-            except OSError:
-                continue
-            if stale:
-                try:
-                    lock.rmdir()
-                except OSError:
-                    pass
-                continue
-            if time.monotonic() > deadline:
-                raise ConnectError(f"{path} is locked by Claude Code ({lock}); try again in "
-                                   "a moment") from None
-            time.sleep(0.01)
-        except OSError as exc:
-            raise ConnectError(f"cannot lock {path}: {exc.strerror or exc}") from None
-    try:
-        yield
-    finally:
-        try:
-            lock.rmdir()
-        except OSError:
-            logger.warning("could not remove %s", lock)
-
-
-def _write_again_if_moved(change: _Change) -> None:
-    """Write ``change.after`` under the agent's own lock (Claude Code's); if the file changed
-    since it was read, make the edit again on what is there now, so the agent's writes
-    survive (also those of a writer that skips the lock)."""
-    if change.path.name == ".claude.json":
-        with _config_lock(change.path):
-            _write_again_unlocked(change)
-    else:
-        _write_again_unlocked(change)
-
-
-def _write_again_unlocked(change: _Change) -> None:
-    assert change.redo is not None
-    for _ in range(_REDO_ATTEMPTS):
-        current = _read(change.path)
-        if current != change.before:
-            try:
-                change.before, change.after = current, change.redo(current)
-            except EditError as exc:
-                raise ConnectError(f"{change.path}: {exc}") from None
-        if not change.changed:
-            return
-        _write(change.path, change.after)
-        # written: re-read at once; another write landing between our read and the rename
-        # shows as a text that is neither ours nor what we read
-        if _read(change.path) == change.after:
-            return
-    raise ConnectError(f"{change.path} keeps changing under Reverie; close the agent and "
-                       "connect again (nothing of its own was lost)")
-
-
-def _apply(changes: list[_Change]) -> None:
-    """Write every changed file; on a failure put back the ones already written."""
-    done: list[_Change] = []
-    try:
-        for change in changes:
-            if change.redo is not None:
-                _write_again_if_moved(change)
-                if change.changed:
-                    done.append(change)
-            elif change.changed:
-                _write(change.path, change.after)
-                done.append(change)
-    except (OSError, ConnectError) as exc:
-        for change in reversed(done):
-            try:
-                if change.undo is not None:  # the agent may have written since: edit again
-                    current = _read(change.path)
-                    _write_again_if_moved(_Change(change.record, current,
-                                                  change.undo(current), change.undo))
-                else:
-                    _write(change.path, change.before)
-            except (OSError, ConnectError, EditError):
-                logger.exception("could not put back %s", change.path)
-        if isinstance(exc, ConnectError):
-            raise ConnectError(f"{exc}; the files were put back as they were") from None
-        raise ConnectError(f"cannot write {exc.filename or ''}: {exc.strerror or exc}; "
-                           "the files were put back as they were") from None
 
 
 # -- connections ------------------------------------------------------------------------------
@@ -636,3 +453,4 @@ def agents_of(transcript_agents: Iterable[str]) -> list[ConnectableAgent]:
     Code is not connectable)."""
     seen = {connectable_name(name) for name in transcript_agents}
     return [a for a in AGENTS if a in seen]
+
