@@ -43,7 +43,14 @@ from reverie.agents.files import (
     read_text,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
-from reverie.agents.ledger import Connection, FileRecord, Scope, load_ledger, save_ledger
+from reverie.agents.ledger import (
+    Connection,
+    FileRecord,
+    Scope,
+    ledger_path,
+    load_ledger,
+    save_ledger,
+)
 from reverie.agents.results import (
     ConnectedFile,
     ConnectionInfo,
@@ -52,7 +59,7 @@ from reverie.agents.results import (
     FileChange,
     FileState,
 )
-from reverie.agents.shared import SharedFiles, connection_lock
+from reverie.agents.shared import REGISTRY_NAME, SharedFiles, connection_lock, file_locks
 from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
@@ -114,6 +121,19 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     scope_: Scope = "personal" if scope == "personal" else "project"
     ws = check_workspace(workspace)
     the_plan = plan(name, ws, scope_, settings)
+    edits = _with_exclude(the_plan, ws)
+    with file_locks([e.path for e in edits] + _bookkeeping(the_plan.memory_dir, settings)):
+        return _connect_locked(name, ws, scope_, settings, the_plan, edits, dry_run)
+
+
+def _bookkeeping(memory_dir: Path, settings: Settings) -> list[Path]:
+    """The files every connect and disconnect reads and writes besides the agents' own."""
+    return [ledger_path(memory_dir), settings.data_dir / REGISTRY_NAME]
+
+
+def _connect_locked(name: ConnectableAgent, ws: Path, scope_: Scope, settings: Settings,
+                    the_plan: Plan, edits: list[PlannedEdit], dry_run: bool) -> ConnectResult:
+    """The read-modify-write of a connect, under the lock of every file it touches."""
     ledger = load_ledger(the_plan.memory_dir)
     previous = ledger.find(name, ws)
     if previous is not None and previous.scope != scope_:
@@ -122,8 +142,8 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
             "first to change the scope"
         )
     old_records = {r.path: r for r in previous.files} if previous else {}
-    edits = _with_exclude(the_plan, ws)
-    changes = [_connect_change(edit, old_records.get(str(edit.path))) for edit in edits]
+    roots = _roots(ws, settings)
+    changes = [_connect_change(edit, old_records.get(str(edit.path)), roots) for edit in edits]
     notes = list(the_plan.notes)
     if scope_ == "project":
         shared = [str(e.path) for e in edits if _inside(e.path, ws)]
@@ -151,6 +171,22 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     ))
     save_ledger(the_plan.memory_dir, ledger)
     return result
+
+
+def _roots(ws: Path, settings: Settings) -> tuple[Path, ...]:
+    """Where the folders on the way to an agent's file are the user's own: no linked folder
+    below these is written through (``agents.files.linked_parent``)."""
+    home = settings.agent_home.expanduser()
+    return (ws, home, home.resolve())
+
+
+def _shown(diff: str) -> str:
+    """The diff as it may be shown and logged: a settings file's context lines can hold an
+    API key (``"env": {"ANTHROPIC_API_KEY": ...}``), which must not reach a terminal or the
+    editor's output."""
+    from reverie.redact import redact
+
+    return redact(diff)[0]
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -183,8 +219,8 @@ def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
     return edits
 
 
-def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> Change:
-    before = read_text(edit.path)
+def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path, ...]) -> Change:
+    before = read_text(edit.path, roots)
     check_writable(edit.path, before is not None)
     record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
                         block_id=edit.block_id)
@@ -255,16 +291,32 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     name = check_agent(agent)
     ws = check_workspace(workspace)
     memory_dir = ProjectPaths(settings, ws).memory_dir
+    connection = load_ledger(memory_dir).find(name, ws) or _found_in_files(name, ws, settings)
+    if connection is None:
+        raise ConnectError(f"{name} is not connected for {ws}")
+    paths = [Path(r.path) for r in connection.files] + _bookkeeping(memory_dir, settings)
+    with file_locks(paths):
+        return _disconnect_locked(name, ws, settings, memory_dir, {str(p) for p in paths},
+                                  dry_run)
+
+
+def _disconnect_locked(name: ConnectableAgent, ws: Path, settings: Settings, memory_dir: Path,
+                       locked: set[str], dry_run: bool) -> ConnectResult:
+    """The read-modify-write of a disconnect, under the lock of every file it touches (the
+    ledger is read again under the lock: what it names is what is locked)."""
     ledger = load_ledger(memory_dir)
     connection = ledger.find(name, ws) or _found_in_files(name, ws, settings)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
+    if not {r.path for r in connection.files} <= locked:
+        raise ConnectError(f"the connection of {name} changed while disconnecting; try again")
+    roots = _roots(ws, settings)
     registry = SharedFiles(settings)
     owner = _owner(name, ws)
     in_use = {r.path for r in connection.files if r.kind == "json-hooks"
               and registry.users(Path(r.path)) - {owner}}
     changes = [c for r in connection.files
-               if r.path not in in_use and (c := _disconnect_change(r)) is not None]
+               if r.path not in in_use and (c := _disconnect_change(r, roots)) is not None]
     the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
@@ -281,9 +333,9 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     return result
 
 
-def _disconnect_change(record: FileRecord) -> Change | None:
+def _disconnect_change(record: FileRecord, roots: tuple[Path, ...]) -> Change | None:
     path = Path(record.path)
-    before = read_text(path)
+    before = read_text(path, roots)
     if before is None:
         return None
     check_writable(path, True)
@@ -335,7 +387,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                                      edits[0].block_id, style="hash"))
         records = []
         for edit in edits:
-            text = read_text(edit.path)
+            text = read_text(edit.path, _roots(ws, settings))
             if text is None:
                 continue
             record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
@@ -397,7 +449,8 @@ def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[Cha
     return ConnectResult(
         agent=agent, workspace=str(ws), scope=the_plan.scope, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), dry_run=dry_run,
-        changed=any(c.changed for c in changes), files=files, diff="".join(diff), notes=notes,
+        changed=any(c.changed for c in changes), files=files, diff=_shown("".join(diff)),
+        notes=notes,
     )
 
 

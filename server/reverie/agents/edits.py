@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reverie.agents import jsontext
 from reverie.agents.blocks import BlockError, find_block, newline_of, remove_block, upsert_block
 from reverie.errors import UserError
 
@@ -103,12 +105,79 @@ def set_json_hooks(text: str, entries: list[HookEntry], name: str) -> str:
         groups = hooks.setdefault(entry.event, [])
         if not isinstance(groups, list):
             raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
-        groups.append({
-            "matcher": entry.matcher,
-            "hooks": [{"type": "command", "command": entry.command, "timeout": entry.timeout}],
-        })
+        groups.append(_group(entry))
     new = _dump(data, text)
-    return text if _same_json(text, new) else new
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _add_hooks(_strip_ours_text(t), entries)) or new
+
+
+def _group(entry: HookEntry) -> dict[str, Any]:
+    return {"matcher": entry.matcher,
+            "hooks": [{"type": "command", "command": entry.command, "timeout": entry.timeout}]}
+
+
+def _spliced(text: str, expected: dict[str, Any], edit: Callable[[str], str]) -> str | None:
+    """``edit(text)`` when it holds exactly ``expected`` (an edit of the text that keeps the
+    user's formatting, ``agents.jsontext``), else None: the caller dumps ``expected``."""
+    if not text.strip():
+        return None
+    try:
+        edited = edit(text)
+        return edited if json.loads(edited) == expected else None
+    except (jsontext.JsonTextError, json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _strip_ours_text(text: str) -> str:
+    """``_strip_ours`` on the text: the same groups, members and containers taken out."""
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if hooks_at is None:
+        return text
+    found = False
+    events, _ = jsontext.items(text, hooks_at)
+    for index in range(len(events) - 1, -1, -1):  # from the end: earlier offsets stay valid
+        event = events[index]
+        if text[event.value_start:event.value_start + 1] != "[":
+            continue
+        groups, _ = jsontext.items(text, event.value_start)
+        ours = [i for i, g in enumerate(groups)
+                if _is_ours(json.loads(text[g.value_start:g.value_end]))]
+        if not ours:
+            continue
+        found = True
+        if len(ours) == len(groups):
+            text = jsontext.remove_item(text, hooks_at, index)
+            continue
+        for i in reversed(ours):
+            text = jsontext.remove_item(text, event.value_start, i)
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if found and hooks_at is not None and not jsontext.items(text, hooks_at)[0]:
+        place = jsontext.member(text, jsontext.root(text), "hooks")
+        if place is not None:
+            text = jsontext.remove_item(text, jsontext.root(text), place[0])
+    return text
+
+
+def _add_hooks(text: str, entries: list[HookEntry]) -> str:
+    by_event: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        by_event.setdefault(entry.event, []).append(_group(entry))
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if hooks_at is None:
+        return jsontext.insert_member(text, jsontext.root(text), "hooks", by_event)
+    for event, groups in by_event.items():
+        hooks_at = jsontext.container_at(text, ["hooks"])
+        assert hooks_at is not None
+        place = jsontext.member(text, hooks_at, event)
+        if place is None:
+            text = jsontext.insert_member(text, hooks_at, event, groups)
+            continue
+        for group in groups:
+            place = jsontext.member(text, hooks_at, event)
+            assert place is not None
+            text = jsontext.append_element(text, place[1].value_start, group)
+    return text
 
 
 def _same_json(old: str, new: str) -> bool:
@@ -123,7 +192,7 @@ def remove_json_hooks(text: str, name: str) -> str:
     data = _load_object(text, name)
     if not _strip_ours(data):
         return text
-    return _dump(data, text)
+    return _spliced(text, data, _strip_ours_text) or _dump(data, text)
 
 
 def is_empty_json(text: str) -> bool:
@@ -207,7 +276,45 @@ def set_json_mcp(text: str, path: list[str], server_name: str, server: dict[str,
         return text
     servers[server_name] = server
     new = _dump_like(data, text)
-    return text if _same_json(text, new) else new
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _set_member(t, path, server_name, server)) or new
+
+
+def _set_member(text: str, path: list[str], key: str, value: Any) -> str:
+    """``text`` with ``key`` set to ``value`` in the object at ``path``, creating the missing
+    objects on the way as one new member."""
+    depth = 0
+    while depth < len(path) and jsontext.container_at(text, path[:depth + 1]) is not None:
+        depth += 1
+    at = jsontext.container_at(text, path[:depth])
+    assert at is not None
+    if depth < len(path):
+        nested: Any = {key: value}
+        for step in reversed(path[depth + 1:]):
+            nested = {step: nested}
+        return jsontext.insert_member(text, at, path[depth], nested)
+    place = jsontext.member(text, at, key)
+    if place is None:
+        return jsontext.insert_member(text, at, key, value)
+    return jsontext.replace_value(text, place[1], value)
+
+
+def _remove_member(text: str, path: list[str], key: str, created_from: int | None) -> str:
+    at = jsontext.container_at(text, path)
+    place = jsontext.member(text, at, key) if at is not None else None
+    if at is None or place is None:
+        raise jsontext.JsonTextError("no such member")
+    text = jsontext.remove_item(text, at, place[0])
+    if created_from is not None:
+        for depth in range(len(path), created_from, -1):
+            parent = jsontext.container_at(text, path[:depth - 1])
+            child = jsontext.member(text, parent, path[depth - 1]) if parent is not None else None
+            if parent is None or child is None or json.loads(
+                    text[child[1].value_start:child[1].value_end]) != {}:
+                break
+            text = jsontext.remove_item(text, parent, child[0])
+    return text
 
 
 def missing_depth(text: str, path: list[str]) -> int | None:
@@ -241,7 +348,8 @@ def remove_json_mcp(text: str, path: list[str], server_name: str, name: str,
                 del parent[path[depth - 1]]
             else:
                 break
-    return _dump_like(data, text)
+    return _spliced(text, data, lambda t: _remove_member(t, path, server_name, created_from)) \
+        or _dump_like(data, text)
 
 
 def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
