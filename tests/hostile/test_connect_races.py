@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from reverie.agents.connection import connect, disconnect
-from reverie.agents.edits import has_json_hooks
 from reverie.agents.ledger import load_ledger
 from reverie.config import ProjectPaths, Settings
 

@@ -24,15 +24,12 @@ from reverie.agents.edits import (
     EditError,
     has_json_hooks,
     has_json_mcp,
-    has_yaml_read,
     is_empty_json,
     missing_depth,
     remove_json_hooks,
     remove_json_mcp,
-    remove_yaml_read,
     set_json_hooks,
     set_json_mcp,
-    set_yaml_read,
 )
 from reverie.agents.files import (
     Change,
@@ -61,6 +58,7 @@ from reverie.agents.results import (
 )
 from reverie.agents.shared import REGISTRY_NAME, SharedFiles, connection_lock, file_locks
 from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
+from reverie.agents.yamlread import has_yaml_read, remove_yaml_read, set_yaml_read
 from reverie.config import ProjectPaths, Settings
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
 from reverie.types import ConnectableAgent, connectable_name

@@ -4,8 +4,9 @@
 - ``json-hooks``: Reverie's hook entries in a JSON settings file (Claude Code
   ``settings*.json``, Codex ``hooks.json``); ours are recognised by their command
   (``… reverie hook <event>``), the user's entries are kept in order;
-- ``yaml-read``: Reverie's entry in Aider's ``read:`` list, as a managed block when the file
-  has no ``read:`` key yet, else as one list line tagged ``# reverie:managed ID``.
+- ``yaml-read``: Reverie's entry in Aider's ``read:`` list (``agents.yamlread``), as a managed
+  block when the file has no ``read:`` key yet, else as one list line tagged
+  ``# reverie:managed ID``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reverie.agents import jsontext
-from reverie.agents.blocks import BlockError, find_block, newline_of, remove_block, upsert_block
+from reverie.agents.blocks import newline_of
 from reverie.errors import UserError
 
 #: how Reverie's hook commands are recognised in a settings file
@@ -359,72 +360,3 @@ def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
     except (json.JSONDecodeError, EditError):
         return False
     return servers is not None and _mcp_is_ours(servers.get(server_name))
-
-
-# -- Aider's read: list -----------------------------------------------------------------------
-
-
-_READ_KEY = re.compile(r"^read[ \t]*:(.*?)(\r?\n|$)", re.M)
-
-
-def _tag(block_id: str) -> str:
-    return f"# reverie:managed {block_id}"
-
-
-def _tagged_line(block_id: str) -> re.Pattern[str]:
-    return re.compile(r"^[ \t]*-[^\n]*" + re.escape(_tag(block_id)) + r"[ \t]*(\r?\n|$)", re.M)
-
-
-def set_yaml_read(text: str, block_id: str, path: str, name: str) -> tuple[str, str | None]:
-    """``text`` with ``path`` in its top-level ``read:`` list; returns (text, separator).
-
-    The separator is what was added besides the entry: the blank line before a new block, or
-    the newline after a final ``read:`` line (None when nothing was).
-    """
-    item = json.dumps(path)  # a double-quoted YAML scalar: safe for any path
-    tagged = _tagged_line(block_id)
-    existing = tagged.search(text)
-    if existing is not None:
-        newline = existing.group(1)
-        lead = re.match(r"[ \t]*", existing.group(0))
-        line = f"{lead.group(0) if lead else '  '}- {item}  {_tag(block_id)}{newline}"
-        return text[: existing.start()] + line + text[existing.end():], None
-    key = _READ_KEY.search(text)
-    if key is None or "reverie:begin" in text[max(0, key.start() - 200): key.start()]:
-        body = f"read:\n  - {item}"
-        return upsert_block(text, block_id, body, "hash")
-    rest = key.group(1).strip()
-    if rest and not rest.startswith("#"):
-        raise EditError(
-            f"{name} sets read: on one line ({rest[:40]}); write it as a list with one "
-            "'- file' per line and connect again (nothing was written)"
-        )
-    after_key = key.end()
-    added: str | None = None
-    if not key.group(2):  # "read:" is the last line, without a newline: remember adding one
-        added = newline_of(text)
-        text += added
-        after_key = len(text)
-    following = re.match(r"([ \t]*)-", text[after_key:])
-    indent = following.group(1) if following else "  "
-    line = f"{indent}- {item}  {_tag(block_id)}{newline_of(text)}"
-    return text[:after_key] + line + text[after_key:], added
-
-
-def remove_yaml_read(text: str, block_id: str, separator: str | None) -> str:
-    """``text`` without Reverie's entry; ``separator`` is what ``set_yaml_read`` returned."""
-    without = _tagged_line(block_id).sub("", text)
-    if without != text:  # a list line: the separator is the newline added after "read:"
-        if separator and without.endswith(separator):
-            without = without[: -len(separator)]
-        return without
-    return remove_block(text, block_id, "hash", separator)
-
-
-def has_yaml_read(text: str, block_id: str) -> bool:
-    if _tagged_line(block_id).search(text):
-        return True
-    try:
-        return find_block(text, block_id, "hash") is not None
-    except BlockError:
-        return True
