@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from reverie.errors import ReverieError
 from reverie.fsutil import ensure_private_dir
+from reverie.memory.guards import refuse_destruction
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
 from reverie.memory.pins import keep_pinned
@@ -217,6 +218,7 @@ class MemoryWrite:
             )
         if self.source in PIN_GUARDED and not changes.empty:
             keep_pinned(self.memory_dir, staged.path)  # a person's pin outranks the run
+            refuse_destruction(self.memory_dir, staged.path)  # a model's reply is input
         if self.repair and not changes.empty:
             problems = new_blocking_problems(staged.path, self._before)
             if problems:

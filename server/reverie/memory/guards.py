@@ -1,0 +1,57 @@
+"""What no model-driven run may do to memory, whatever its reply says.
+
+A dream or sleep run applies what a model wrote. A reply that deletes ``MEMORY.md`` and every
+topic used to apply with exit 0 (the review's finding): the next session then starts with no
+memory, and only ``reverie undo`` brings it back. Such a run is refused before anything is
+applied: deleting or emptying the index, or deleting more than half of the topics (at least
+three). Merging two topics, or retiring a few, stays a normal run. A person deletes memory with
+their own tools (``reverie forget``, an editor), which are not guarded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reverie.memory.paths import INDEX_NAME
+from reverie.memory.store import parse_index, visible_files
+from reverie.memory.transaction import TransactionError
+
+__all__ = ["MAX_DELETED_SHARE", "DestructiveRun", "refuse_destruction"]
+
+#: the share of the topics one run may delete
+MAX_DELETED_SHARE = 0.5
+#: deleting this many topics is always allowed (a merge of three into one)
+_ALWAYS_ALLOWED = 2
+
+
+class DestructiveRun(TransactionError):
+    """The run would delete the memory; nothing was applied."""
+
+
+def _entries(path: Path) -> int | None:
+    try:
+        return len(parse_index(path.read_text(encoding="utf-8", errors="replace")).entries)
+    except FileNotFoundError:
+        return None
+
+
+def refuse_destruction(live_dir: Path, staged_dir: Path) -> None:
+    """Raise ``DestructiveRun`` when the staged copy deletes or empties the live index, or
+    deletes more topics than a run may."""
+    before = _entries(live_dir / INDEX_NAME)
+    after = _entries(staged_dir / INDEX_NAME)
+    why = []
+    if before is not None and after is None:
+        why.append(f"delete {INDEX_NAME}")
+    elif before and not after:
+        why.append(f"remove every entry of {INDEX_NAME}")
+    live = {n for n in visible_files(live_dir) if n.endswith(".md") and n != INDEX_NAME}
+    staged = set(visible_files(staged_dir))
+    gone = sorted(live - staged)
+    if len(gone) > max(_ALWAYS_ALLOWED, MAX_DELETED_SHARE * len(live)):
+        why.append(f"delete {len(gone)} of {len(live)} topics")
+    if why:
+        raise DestructiveRun(
+            f"refused: the run would {' and '.join(why)}; memory unchanged. A run may delete "
+            f"at most half of the topics and never the index; to remove memory yourself use "
+            "`reverie forget` or edit the files")
