@@ -4,8 +4,9 @@ A dream or sleep run applies what a model wrote. A reply that deletes ``MEMORY.m
 topic used to apply with exit 0 (the review's finding): the next session then starts with no
 memory, and only ``reverie undo`` brings it back. Such a run is refused before anything is
 applied: deleting or emptying the index, or deleting more than half of the topics (at least
-three). Merging two topics, or retiring a few, stays a normal run. A person deletes memory with
-their own tools (``reverie forget``, an editor), which are not guarded.
+three). Merging two topics, or retiring a few, stays a normal run. Dreams and sleep ask for the
+guard (``MemoryWriter.open(guard_deletions=True)``); what a person does (``reverie forget``, an
+accepted review, an undo) is not guarded.
 """
 
 from __future__ import annotations
