@@ -200,6 +200,18 @@ def test_wrapped_tokens_leave_no_character(token: str, width: int, template: str
     assert not wrapped_leak(template, cleaned, before, after), (width, text, cleaned)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(string.ascii_letters + string.digits + "_-", min_size=20, max_size=80)
+       .filter(lambda t: any(c.isdigit() for c in t) and any(c.isalpha() for c in t)),
+       st.sampled_from(["git clone https://{t}@github.com/acme/app.git",
+                        "remote: https://{t}@gitlab.example.com:8443/x.git",
+                        '"url": "https://{t}@example.com/v1"']))
+def test_a_token_as_a_urls_user_leaves_nothing(token: str, template: str) -> None:
+    text = template.format(t=token)
+    cleaned, _ = redact(text)
+    assert not leaked(token, text, cleaned), (text, cleaned)
+
+
 def test_redact_value_pairs_a_key_with_its_value() -> None:
     cleaned, count = redact_value({"DB_PASSWORD": "P@ss#" + "2024;x", "n": 1})
     assert count == 1 and cleaned == {"DB_PASSWORD": "[REDACTED:env]", "n": 1}
