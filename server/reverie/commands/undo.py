@@ -2,9 +2,9 @@
 
 ``reverie undo [RUN_ID] [--redo] [--discard-edits] [--workspace DIR] [--json]``. Without
 ``RUN_ID`` it undoes the latest dream or sleep run still in effect; ``--redo`` undoes the latest
-undo still in effect (the editor's Undo / Redo Last Dream: ``reverie.services.memory``). An undo that would discard
-hand edits made after the run is refused with the files and how to get them back, unless
-``--discard-edits``. ``--json`` prints the new undo run.
+undo still in effect (the editor's Undo / Redo Last Dream: ``reverie.services.memory``). An undo
+that would discard hand edits made after the run is refused with the files and how to get them
+back, unless ``--discard-edits``. ``--json`` prints the new undo run.
 """
 
 from __future__ import annotations

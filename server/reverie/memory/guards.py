@@ -1,4 +1,4 @@
-"""What no model-driven run may do to memory, whatever its reply says.
+"""What no model-driven run may do to memory, and what memory may not pass on unapproved.
 
 A dream or sleep run applies what a model wrote. A reply that deletes ``MEMORY.md`` and every
 topic used to apply with exit 0 (the review's finding): the next session then starts with no
@@ -7,17 +7,21 @@ applied: deleting or emptying the index, or deleting more than half of the topic
 three). Merging two topics, or retiring a few, stays a normal run. Dreams and sleep ask for the
 guard (``MemoryWriter.open(guard_deletions=True)``); what a person does (``reverie forget``, an
 accepted review, an undo) is not guarded.
+
+``held_back_problems`` flags, for the editor, the index lines that agents' files do not get
+until a person approves them (``agents.specs`` holds them back).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from reverie.hazards import APPROVED, hazard_of
 from reverie.memory.paths import INDEX_NAME
-from reverie.memory.store import parse_index, visible_files
+from reverie.memory.store import MemoryProblem, parse_index, visible_files
 from reverie.memory.transaction import TransactionError
 
-__all__ = ["MAX_DELETED_SHARE", "DestructiveRun", "refuse_destruction"]
+__all__ = ["MAX_DELETED_SHARE", "DestructiveRun", "held_back_problems", "refuse_destruction"]
 
 #: the share of the topics one run may delete
 MAX_DELETED_SHARE = 0.5
@@ -56,3 +60,18 @@ def refuse_destruction(live_dir: Path, staged_dir: Path) -> None:
             f"refused: the run would {' and '.join(why)}; memory unchanged. A run may delete "
             f"at most half of the topics and never the index; to remove memory yourself use "
             "`reverie forget` or edit the files")
+
+
+def held_back_problems(index_path: Path, text: str) -> list[MemoryProblem]:
+    """The index lines agents' files will not get until a person approves them (an
+    instruction that runs remote code, deletes outside the project, moves credentials or
+    carries a URL: ``reverie.hazards``), as editor diagnostics on those lines."""
+    problems: list[MemoryProblem] = []
+    for number, line in enumerate(text.splitlines()):
+        reason = None if APPROVED in line else hazard_of(line)
+        if reason is not None:
+            problems.append(MemoryProblem(
+                file=index_path, line=number, severity="warning", code="held-back",
+                message=f"held back from agents' files ({reason}): review it, then add "
+                        f"{APPROVED} to the line to pass it on, or remove it"))
+    return problems

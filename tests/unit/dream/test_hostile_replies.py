@@ -69,7 +69,7 @@ async def test_a_reply_that_deletes_the_memory_is_refused(
     before = _snapshot(memory)
     reply = Step.json_reply({"summary": "Cleaned up.", "changes": [
         {"path": name, "delete": True} for name in deletes]})
-    result, events = await _dream(workspace, monkeypatch, reply, no_tools=True)
+    result, _ = await _dream(workspace, monkeypatch, reply, no_tools=True)
     assert result.error and "refused" in result.error, result  # type: ignore[attr-defined]
     assert _snapshot(memory) == before
     assert MemoryHistory(memory).runs() == []
@@ -105,7 +105,7 @@ def test_the_guard_refuses_an_index_deleted_or_emptied_after_repair(tmp_path: Pa
     with pytest.raises(DestructiveRun, match="every entry"):
         refuse_destruction(live, staged)
     (staged / "MEMORY.md").unlink()
-    with pytest.raises(DestructiveRun, match="delete MEMORY.md"):
+    with pytest.raises(DestructiveRun, match=r"delete MEMORY\.md"):
         refuse_destruction(live, staged)
 
 

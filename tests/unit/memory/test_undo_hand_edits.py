@@ -61,4 +61,5 @@ async def test_a_file_added_by_hand_since_counts_too(memory: Path) -> None:
 
 async def test_an_undo_without_later_hand_edits_goes_ahead(memory: Path) -> None:
     done = await undo(MemoryWriter(), memory)
-    assert done.touched == ["build.md"] and "then make test" not in (memory / "build.md").read_text()
+    assert done.touched == ["build.md"]
+    assert "then make test" not in (memory / "build.md").read_text()
