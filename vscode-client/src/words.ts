@@ -20,7 +20,7 @@ export function runKind(run: HistoryRun, runs: readonly HistoryRun[] = []): stri
     return target?.source === 'undo' ? 'redo' : 'undo';
   }
   if (run.source === 'curate') {
-    const verb = /^(forget|pin|unpin|edit|move|accept)\b/.exec(run.summary)?.[1];
+    const verb = /^(forget|pin|unpin|edit|move|accept|retire|keep)\b/.exec(run.summary)?.[1];
     return verb ?? SOURCE_WORDS.curate;
   }
   return SOURCE_WORDS[run.source] ?? run.source;

@@ -3,7 +3,7 @@
 Every file is read and checked before anything is written (a symlink, a read-only file, text
 that is not UTF-8, a damaged block or a personal file git tracks stops the whole operation with
 a clear error and no write). Writes are atomic per file; if one fails, the files already written
-are put back (``agents.files``). ``dry_run`` stops after the check and returns the unified diff.
+are put back (``agents.changes``). ``dry_run`` stops after the check and returns the unified diff.
 
 Symlinked instruction files are refused rather than written through: the link's target is
 usually shared (``CLAUDE.md -> AGENTS.md``, a dotfiles repository), and editing it would change
@@ -14,30 +14,35 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reverie.agents.blocks import BlockError, CommentStyle, find_block, remove_block, upsert_block
+from reverie.agents.changes import (
+    Change,
+    ConnectError,
+    apply_changes,
+    check_writable,
+    missing_dirs,
+    read_exact,
+)
 from reverie.agents.edits import (
     EditError,
+    has_flat_hooks,
     has_json_hooks,
     has_json_mcp,
     is_empty_json,
     missing_depth,
+    remove_flat_hooks,
     remove_json_hooks,
     remove_json_mcp,
+    set_flat_hooks,
     set_json_hooks,
     set_json_mcp,
-)
-from reverie.agents.files import (
-    Change,
-    ConnectError,
-    apply_all,
-    check_writable,
-    missing_dirs,
-    read_text,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
 from reverie.agents.ledger import (
@@ -56,8 +61,14 @@ from reverie.agents.results import (
     FileChange,
     FileState,
 )
-from reverie.agents.shared import REGISTRY_NAME, SharedFiles, connection_lock, file_locks
-from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
+from reverie.agents.shared import (
+    ORIGINALS_NAME,
+    REGISTRY_NAME,
+    SharedFiles,
+    connection_lock,
+    file_locks,
+)
+from reverie.agents.specs import Plan, PlannedEdit, plan
 from reverie.agents.yamlread import has_yaml_read, remove_yaml_read, set_yaml_read
 from reverie.config import ProjectPaths, Settings
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
@@ -65,6 +76,8 @@ from reverie.types import ConnectableAgent, connectable_name
 
 __all__ = ["ConnectError", "agents_of", "check_agent", "check_workspace", "connect",
            "connections", "disconnect"]
+
+logger = logging.getLogger(__name__)
 
 
 def check_agent(agent: str) -> ConnectableAgent:
@@ -85,7 +98,6 @@ def _style(record: FileRecord) -> CommentStyle:
     return "hash" if record.role == "exclude" or record.kind == "yaml-read" else "html"
 
 
-
 def _has_secret(text: str) -> bool:
     from reverie.redact import redact
 
@@ -100,11 +112,12 @@ def _sha(text: str) -> str:
 
 
 def connect(agent: str, workspace: Path, scope: str, settings: Settings,
-            dry_run: bool = False) -> ConnectResult:
+            dry_run: bool = False, user_dirs: Sequence[Path] | None = None) -> ConnectResult:
     """Wire ``agent`` to the workspace's memory (idempotent: twice is once), under the
-    machine-wide connection lock (``agents.shared``)."""
+    machine-wide connection lock (``agents.shared``). ``user_dirs``: the VS Code ``User``
+    folders of the editor that asked (where the editor's agents are connected)."""
     with connection_lock(settings):
-        return _connect(agent, workspace, scope, settings, dry_run)
+        return _connect(agent, workspace, scope, settings, dry_run, user_dirs)
 
 
 def _owner(agent: str, ws: Path) -> str:
@@ -112,13 +125,13 @@ def _owner(agent: str, ws: Path) -> str:
 
 
 def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
-             dry_run: bool) -> ConnectResult:
+             dry_run: bool, user_dirs: Sequence[Path] | None) -> ConnectResult:
     name = check_agent(agent)
     if scope not in ("personal", "project"):
         raise ConnectError(f"unknown scope '{scope}' (personal or project)")
     scope_: Scope = "personal" if scope == "personal" else "project"
     ws = check_workspace(workspace)
-    the_plan = plan(name, ws, scope_, settings)
+    the_plan = plan(name, ws, scope_, settings, user_dirs)
     edits = _with_exclude(the_plan, ws)
     with file_locks([e.path for e in edits] + _bookkeeping(the_plan.memory_dir, settings)):
         return _connect_locked(name, ws, scope_, settings, the_plan, edits, dry_run)
@@ -126,7 +139,8 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
 
 def _bookkeeping(memory_dir: Path, settings: Settings) -> list[Path]:
     """The files every connect and disconnect reads and writes besides the agents' own."""
-    return [ledger_path(memory_dir), settings.data_dir / REGISTRY_NAME]
+    return [ledger_path(memory_dir), settings.data_dir / REGISTRY_NAME,
+            settings.data_dir / ORIGINALS_NAME]
 
 
 def _connect_locked(name: ConnectableAgent, ws: Path, scope_: Scope, settings: Settings,
@@ -150,13 +164,19 @@ def _connect_locked(name: ConnectableAgent, ws: Path, scope_: Scope, settings: S
     result = _result(name, ws, the_plan, changes, dry_run, notes)
     if dry_run or (not result.changed and previous is not None):
         return result
-    apply_all(changes)
+    apply_changes(changes)
     registry = SharedFiles(settings)
     for change in changes:
         if change.after is not None:
             change.record.written_sha256 = _sha(change.after)
-        if change.record.kind == "json-hooks" and not _inside(change.path, ws):
-            registry.add(change.path, _owner(name, ws))  # a file other workspaces may share
+        key = _shared_key(change.record)
+        if key and not _inside(change.path, ws):
+            # a file (or an entry in one) other workspaces may share: what it was before the
+            # first of them wrote to it is what the last disconnect puts back
+            if not registry.file_users(change.path) and (
+                    change.before is None or not _has_secret(change.before)):
+                registry.keep_original(change.path, change.before)
+            registry.add(Path(key), _owner(name, ws))
     ledger.put(Connection(
         agent=name, workspace=str(ws), scope=scope_, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), connected_at=datetime.now(UTC),
@@ -171,9 +191,19 @@ def _connect_locked(name: ConnectableAgent, ws: Path, scope_: Scope, settings: S
     return result
 
 
+def _shared_key(record: FileRecord) -> str:
+    """What several workspaces' connections may share in ``record``'s file: the hooks (the same
+    commands for every workspace), an MCP server entry by its name; "" for the rest."""
+    if record.kind in ("json-hooks", "json-hooks-flat"):
+        return record.path
+    if record.kind == "json-mcp":
+        return f"{record.path}#{'/'.join([*record.json_path, record.mcp_name])}"
+    return ""
+
+
 def _roots(ws: Path, settings: Settings) -> tuple[Path, ...]:
     """Where the folders on the way to an agent's file are the user's own: no linked folder
-    below these is written through (``agents.files.linked_parent``)."""
+    below these is written through (``agents.changes.linked_parent``)."""
     home = settings.agent_home.expanduser()
     return (ws, home, home.resolve())
 
@@ -217,8 +247,9 @@ def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
     return edits
 
 
-def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path, ...]) -> Change:
-    before = read_text(edit.path, roots)
+def _connect_change(edit: PlannedEdit, old: FileRecord | None,
+                    roots: tuple[Path, ...] = ()) -> Change:
+    before = read_exact(edit.path, roots)
     check_writable(edit.path, before is not None)
     record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
                         block_id=edit.block_id)
@@ -229,9 +260,10 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path
         record.created_dirs = missing_dirs(edit.path) if before is None else []
         if edit.kind == "json-mcp":
             record.json_path = list(edit.json_path)
+            record.mcp_name = edit.mcp_name
             record.json_created_from = (0 if before is None
                                         else missing_depth(before, edit.json_path))
-        if edit.kind in ("json-hooks", "json-mcp") and before is not None \
+        if edit.kind in ("json-hooks", "json-hooks-flat", "json-mcp") and before is not None \
                 and not _has_secret(before) and edit.path.name != ".claude.json":
             # (Claude Code's own state file changes all the time and holds its history: never
             # copied, always restored structurally)
@@ -246,6 +278,8 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path
             after, sep = upsert_block(text, edit.block_id, edit.body, edit.style)
         elif edit.kind == "json-hooks":
             after, sep = set_json_hooks(text, edit.hooks, edit.path.name), None
+        elif edit.kind == "json-hooks-flat":
+            after, sep = set_flat_hooks(text, edit.hooks, edit.path.name), None
         elif edit.kind == "json-mcp":
             after, sep = set_json_mcp(text, edit.json_path, edit.mcp_name, edit.mcp_server,
                                       edit.path.name), None
@@ -257,7 +291,7 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path
             def undo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                return remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                return remove_json_mcp(current, record.json_path, record.mcp_name,
                                        Path(record.path).name, record.json_created_from)
 
             if old is None or sep:
@@ -276,34 +310,36 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None, roots: tuple[Path
 
 
 def disconnect(agent: str, workspace: Path, settings: Settings,
-               dry_run: bool = False) -> ConnectResult:
+               dry_run: bool = False, user_dirs: Sequence[Path] | None = None) -> ConnectResult:
     """Remove what ``connect`` added; a file whose only change was Reverie's comes back byte
     for byte, and a file Reverie created is removed when nothing else was added to it. A file
     other connections still use (Codex's personal hooks.json) keeps Reverie's part."""
     with connection_lock(settings):
-        return _disconnect(agent, workspace, settings, dry_run)
+        return _disconnect(agent, workspace, settings, dry_run, user_dirs)
 
 
 def _disconnect(agent: str, workspace: Path, settings: Settings,
-                dry_run: bool) -> ConnectResult:
+                dry_run: bool, user_dirs: Sequence[Path] | None) -> ConnectResult:
     name = check_agent(agent)
     ws = check_workspace(workspace)
     memory_dir = ProjectPaths(settings, ws).memory_dir
-    connection = load_ledger(memory_dir).find(name, ws) or _found_in_files(name, ws, settings)
+    connection = load_ledger(memory_dir).find(name, ws) or _found_in_files(
+        name, ws, settings, user_dirs)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
     paths = [Path(r.path) for r in connection.files] + _bookkeeping(memory_dir, settings)
     with file_locks(paths):
-        return _disconnect_locked(name, ws, settings, memory_dir, {str(p) for p in paths},
-                                  dry_run)
+        return _disconnect_locked(name, ws, settings, memory_dir, user_dirs,
+                                  {str(p) for p in paths}, dry_run)
 
 
 def _disconnect_locked(name: ConnectableAgent, ws: Path, settings: Settings, memory_dir: Path,
-                       locked: set[str], dry_run: bool) -> ConnectResult:
+                       user_dirs: Sequence[Path] | None, locked: set[str],
+                       dry_run: bool) -> ConnectResult:
     """The read-modify-write of a disconnect, under the lock of every file it touches (the
     ledger is read again under the lock: what it names is what is locked)."""
     ledger = load_ledger(memory_dir)
-    connection = ledger.find(name, ws) or _found_in_files(name, ws, settings)
+    connection = ledger.find(name, ws) or _found_in_files(name, ws, settings, user_dirs)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
     if not {r.path for r in connection.files} <= locked:
@@ -311,18 +347,21 @@ def _disconnect_locked(name: ConnectableAgent, ws: Path, settings: Settings, mem
     roots = _roots(ws, settings)
     registry = SharedFiles(settings)
     owner = _owner(name, ws)
-    in_use = {r.path for r in connection.files if r.kind == "json-hooks"
-              and registry.users(Path(r.path)) - {owner}}
-    changes = [c for r in connection.files
-               if r.path not in in_use and (c := _disconnect_change(r, roots)) is not None]
+    in_use = {r.path for r in connection.files if _shared_key(r)
+              and registry.users(Path(_shared_key(r))) - {owner}}
+    changes = [c for r in connection.files if r.path not in in_use
+               and (c := _disconnect_change(r, _last_original(r, registry, owner), roots))
+               is not None]
     the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
         return result
-    apply_all(changes)
+    apply_changes(changes)
     for record in connection.files:
-        if record.kind == "json-hooks":
-            registry.remove(Path(record.path), owner)
+        if _shared_key(record):
+            registry.remove(Path(_shared_key(record)), owner)
+            if not registry.file_users(Path(record.path)):
+                registry.forget_original(Path(record.path))
     for change in changes:
         if change.after is None:
             _remove_created_dirs(change.record)
@@ -331,32 +370,51 @@ def _disconnect_locked(name: ConnectableAgent, ws: Path, settings: Settings, mem
     return result
 
 
-def _disconnect_change(record: FileRecord, roots: tuple[Path, ...]) -> Change | None:
+def _last_original(record: FileRecord, registry: SharedFiles,
+                   owner: str) -> tuple[bool, str | None]:
+    """What a shared file was before the first connection wrote to it, when this connection is
+    the last one using it (``(False, None)`` otherwise, or when it was not recorded)."""
+    if not _shared_key(record) or registry.file_users(Path(record.path)) - {owner}:
+        return False, None
+    return registry.original(Path(record.path))
+
+
+def _disconnect_change(record: FileRecord, first: tuple[bool, str | None] = (False, None),
+                       roots: tuple[Path, ...] = ()) -> Change | None:
+    """The change that takes ``record``'s part out; ``first``: a shared file's text before any
+    connection wrote to it (``_last_original``), put back when nothing else changed since."""
     path = Path(record.path)
-    before = read_text(path, roots)
+    before = read_exact(path, roots)
     if before is None:
         return None
     check_writable(path, True)
     try:
-        if record.kind == "json-hooks":
+        if record.kind in ("json-hooks", "json-hooks-flat"):
+            flat = record.kind == "json-hooks-flat"
+            has, remove = ((has_flat_hooks, remove_flat_hooks) if flat
+                           else (has_json_hooks, remove_json_hooks))
             if (record.written_sha256 == _sha(before) and record.original is not None
-                    and not has_json_hooks(record.original)):
+                    and not has(record.original)):
                 after: str | None = record.original
             else:
-                after = remove_json_hooks(before, path.name)
+                after = remove(before, path.name)
             if record.created and after is not None and is_empty_json(after):
                 after = None
+            after = _as_first(after, first)
         elif record.kind == "json-mcp":
             def redo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                stripped = remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                stripped = remove_json_mcp(current, record.json_path, record.mcp_name,
                                            Path(record.path).name, record.json_created_from)
-                return None if record.created and is_empty_json(stripped) else stripped
+                if record.created and is_empty_json(stripped):
+                    return None
+                return _as_first(stripped, first)
 
-            if record.written_sha256 == _sha(before) and record.original is not None:
+            if (record.written_sha256 == _sha(before) and record.original is not None
+                    and not has_json_mcp(record.original, record.json_path, record.mcp_name)):
                 after = record.original
-            else:
+            else:  # (an original that holds the entry: another workspace's connect made it)
                 after = redo(before)
             if record.created and after is not None and is_empty_json(after):
                 after = None
@@ -373,11 +431,34 @@ def _disconnect_change(record: FileRecord, roots: tuple[Path, ...]) -> Change | 
     return Change(record, before, after)
 
 
-def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Connection | None:
+def _as_first(after: str | None, first: tuple[bool, str | None]) -> str | None:
+    """``after`` as the shared file's first text when it holds the same JSON (the file as it
+    was, byte for byte), or None when the file did not exist and only empty objects are left."""
+    known, text = first
+    if not known or after is None:
+        return after
+    try:
+        value = json.loads(after) if after.strip() else {}
+    except ValueError:
+        return after
+    if text is None:
+        return None if _only_empty(value) else after
+    try:
+        return text if json.loads(text) == value else after
+    except ValueError:
+        return after
+
+
+def _only_empty(value: object) -> bool:
+    return isinstance(value, dict) and all(_only_empty(v) for v in value.values())
+
+
+def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings,
+                    user_dirs: Sequence[Path] | None) -> Connection | None:
     """Without a ledger entry: Reverie's blocks and hooks still found in the agent's files."""
     for scope in ("personal", "project"):
         scope_: Scope = "personal" if scope == "personal" else "project"
-        the_plan = plan(agent, ws, scope_, settings)
+        the_plan = plan(agent, ws, scope_, settings, user_dirs)
         repo = find_repo(ws)
         edits = list(the_plan.edits)
         if repo is not None:
@@ -385,7 +466,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                                      edits[0].block_id, style="hash"))
         records = []
         for edit in edits:
-            text = read_text(edit.path, _roots(ws, settings))
+            text = read_exact(edit.path, _roots(ws, settings))
             if text is None:
                 continue
             record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
@@ -393,6 +474,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
             try:
                 present = (
                     has_json_hooks(text) if edit.kind == "json-hooks"
+                    else has_flat_hooks(text) if edit.kind == "json-hooks-flat"
                     else has_json_mcp(text, edit.json_path, edit.mcp_name)
                     if edit.kind == "json-mcp"
                     else has_yaml_read(text, edit.block_id) if edit.kind == "yaml-read"
@@ -400,6 +482,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                 )
                 if edit.kind == "json-mcp":
                     record.json_path = list(edit.json_path)
+                    record.mcp_name = edit.mcp_name
             except BlockError as exc:
                 raise ConnectError(f"{edit.path}: {exc}") from None
             if present:
@@ -452,7 +535,6 @@ def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[Cha
     )
 
 
-
 # -- connections ------------------------------------------------------------------------------
 
 
@@ -467,7 +549,8 @@ def _file_state(record: FileRecord) -> FileState:
     try:
         present = (
             has_json_hooks(text) if record.kind == "json-hooks"
-            else has_json_mcp(text, record.json_path, MCP_SERVER_NAME)
+            else has_flat_hooks(text) if record.kind == "json-hooks-flat"
+            else has_json_mcp(text, record.json_path, record.mcp_name)
             if record.kind == "json-mcp"
             else has_yaml_read(text, record.block_id) if record.kind == "yaml-read"
             else find_block(text, record.block_id, _style(record)) is not None
@@ -500,8 +583,6 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
 
 
 def agents_of(transcript_agents: Iterable[str]) -> list[ConnectableAgent]:
-    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``; Kilo
-    Code is not connectable)."""
+    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``)."""
     seen = {connectable_name(name) for name in transcript_agents}
     return [a for a in AGENTS if a in seen]
-

@@ -4,9 +4,15 @@
 - ``json-hooks``: Reverie's hook entries in a JSON settings file (Claude Code
   ``settings*.json``, Codex ``hooks.json``); ours are recognised by their command
   (``… reverie hook <event>``), the user's entries are kept in order;
+- ``json-hooks-flat``: the same in VS Code's agent hook files (``~/.copilot/hooks/*.json``,
+  ``.github/hooks/*.json``), whose events list the commands themselves, without matcher groups;
+- ``json-mcp``: Reverie's MCP server entry in an agent's JSON configuration;
 - ``yaml-read``: Reverie's entry in Aider's ``read:`` list (``agents.yamlread``), as a managed
   block when the file has no ``read:`` key yet, else as one list line tagged
   ``# reverie:managed ID``.
+
+JSON files are edited as text splices in the file's own formatting (``agents.jsontext``),
+checked against the structural edit of the same data.
 """
 
 from __future__ import annotations
@@ -110,7 +116,9 @@ def set_json_hooks(text: str, entries: list[HookEntry], name: str) -> str:
     new = _dump(data, text)
     if _same_json(text, new):
         return text
-    return _spliced(text, data, lambda t: _add_hooks(_strip_ours_text(t), entries)) or new
+    return _spliced(text, data, lambda t: _add_hooks(
+        _strip_ours_text(t), {e.event: [_group(x) for x in entries if x.event == e.event]
+                              for e in entries})) or new
 
 
 def _group(entry: HookEntry) -> dict[str, Any]:
@@ -130,8 +138,10 @@ def _spliced(text: str, expected: dict[str, Any], edit: Callable[[str], str]) ->
         return None
 
 
-def _strip_ours_text(text: str) -> str:
-    """``_strip_ours`` on the text: the same groups, members and containers taken out."""
+def _strip_ours_text(text: str, ours: Callable[[Any], bool] | None = None) -> str:
+    """``_strip_ours`` (``_strip_flat`` with ``ours=_flat_is_ours``) on the text: the same
+    groups, members and containers taken out."""
+    ours = ours or _is_ours
     hooks_at = jsontext.container_at(text, ["hooks"])
     if hooks_at is None:
         return text
@@ -142,15 +152,15 @@ def _strip_ours_text(text: str) -> str:
         if text[event.value_start:event.value_start + 1] != "[":
             continue
         groups, _ = jsontext.items(text, event.value_start)
-        ours = [i for i, g in enumerate(groups)
-                if _is_ours(json.loads(text[g.value_start:g.value_end]))]
-        if not ours:
+        mine = [i for i, g in enumerate(groups)
+                if ours(json.loads(text[g.value_start:g.value_end]))]
+        if not mine:
             continue
         found = True
-        if len(ours) == len(groups):
+        if len(mine) == len(groups):
             text = jsontext.remove_item(text, hooks_at, index)
             continue
-        for i in reversed(ours):
+        for i in reversed(mine):
             text = jsontext.remove_item(text, event.value_start, i)
     hooks_at = jsontext.container_at(text, ["hooks"])
     if found and hooks_at is not None and not jsontext.items(text, hooks_at)[0]:
@@ -160,10 +170,8 @@ def _strip_ours_text(text: str) -> str:
     return text
 
 
-def _add_hooks(text: str, entries: list[HookEntry]) -> str:
-    by_event: dict[str, list[dict[str, Any]]] = {}
-    for entry in entries:
-        by_event.setdefault(entry.event, []).append(_group(entry))
+def _add_hooks(text: str, by_event: dict[str, list[dict[str, Any]]]) -> str:
+    """``text`` with each event's items appended to ``hooks.<event>`` (created as needed)."""
     hooks_at = jsontext.container_at(text, ["hooks"])
     if hooks_at is None:
         return jsontext.insert_member(text, jsontext.root(text), "hooks", by_event)
@@ -205,7 +213,7 @@ def is_empty_json(text: str) -> bool:
 
 
 def our_hook_commands(text: str) -> list[str]:
-    """The commands of Reverie's hook groups in a settings / hooks JSON text."""
+    """The commands of Reverie's hooks in a settings / hooks JSON text (grouped or flat)."""
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError:
@@ -213,8 +221,12 @@ def our_hook_commands(text: str) -> list[str]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if not isinstance(hooks, dict):
         return []
-    return [str(hook.get("command", "")) for groups in hooks.values() if isinstance(groups, list)
-            for group in groups if _is_ours(group) for hook in group["hooks"]]
+    grouped = [str(hook.get("command", "")) for groups in hooks.values()
+               if isinstance(groups, list)
+               for group in groups if _is_ours(group) for hook in group["hooks"]]
+    flat = [str(entry["command"]) for entries in hooks.values() if isinstance(entries, list)
+            for entry in entries if _flat_is_ours(entry)]
+    return grouped + flat
 
 
 def has_json_hooks(text: str) -> bool:
@@ -225,6 +237,81 @@ def has_json_hooks(text: str) -> bool:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     return isinstance(hooks, dict) and any(
         isinstance(groups, list) and any(_is_ours(g) for g in groups) for groups in hooks.values()
+    )
+
+
+# -- VS Code's agent hook files: ``{"hooks": {"PreCompact": [{"type": "command", ...}]}}`` -----
+
+
+def _flat_is_ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and HOOK_COMMAND.search(str(entry.get("command", ""))) \
+        is not None
+
+
+def _strip_flat(data: dict[str, Any]) -> bool:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    found = False
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept = [e for e in entries if not _flat_is_ours(e)]
+        if len(kept) != len(entries):
+            found = True
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if found and not hooks:
+        del data["hooks"]
+    return found
+
+
+def set_flat_hooks(text: str, entries: list[HookEntry], name: str) -> str:
+    """``text`` with Reverie's hooks set to ``entries``, one command object per event (VS Code
+    runs a hook file's commands for every matching event; it has no matcher groups)."""
+    data = _load_object(text, name)
+    if data.get("hooks") is not None and not isinstance(data.get("hooks"), dict):
+        raise EditError(f"{name}: \"hooks\" is not an object; nothing was written")
+    _strip_flat(data)
+    hooks = data.setdefault("hooks", {})
+    for entry in entries:
+        listed = hooks.setdefault(entry.event, [])
+        if not isinstance(listed, list):
+            raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
+        listed.append(_flat(entry))
+    new = _dump(data, text)
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _add_hooks(
+        _strip_ours_text(t, _flat_is_ours), {e.event: [_flat(x) for x in entries
+                                                       if x.event == e.event]
+                                             for e in entries})) or new
+
+
+def _flat(entry: HookEntry) -> dict[str, Any]:
+    return {"type": "command", "command": entry.command, "timeout": entry.timeout}
+
+
+def remove_flat_hooks(text: str, name: str) -> str:
+    data = _load_object(text, name)
+    if not _strip_flat(data):
+        return text
+    return _spliced(text, data, lambda t: _strip_ours_text(t, _flat_is_ours)) \
+        or _dump(data, text)
+
+
+def has_flat_hooks(text: str) -> bool:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return False
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    return isinstance(hooks, dict) and any(
+        isinstance(entries, list) and any(_flat_is_ours(e) for e in entries)
+        for entries in hooks.values()
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reverie.agents.blocks import BlockError, replace_body
-from reverie.agents.files import linked_parent
+from reverie.agents.changes import linked_parent
 from reverie.agents.ledger import load_ledger
 from reverie.agents.shared import file_locks
 from reverie.agents.specs import refresh_body

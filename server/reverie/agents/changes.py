@@ -1,10 +1,9 @@
-"""Reading and writing an agent's files for a connection: exactly, atomically, all or nothing.
+"""Reading and writing agents' files for a connection: every change checked first, written
+atomically, put back when a later write fails.
 
-A file is read as its exact text (no newline translation) and refused when it is a symbolic
-link, a directory or not UTF-8; a write is atomic and keeps the file's mode. ``apply_all``
-writes every changed file of an operation and, if one fails, puts back the ones already
-written. Files the agent itself rewrites while it runs (Claude Code's ``~/.claude.json``) are
-written under the agent's own lock and edited again when they changed since they were read.
+``Change`` is one file's before and after; ``apply_changes`` writes them all or none. Files an
+agent rewrites while it runs (Claude Code's ``~/.claude.json``, Cline's and Roo's MCP settings)
+carry a ``redo``: the edit is made again on whatever is there just before the write.
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ from reverie.agents.edits import EditError
 from reverie.agents.ledger import FileRecord
 from reverie.errors import UserError
 from reverie.fsutil import atomic_write_bytes
-
-__all__ = ["Change", "ConnectError", "apply_all", "check_writable", "linked_parent", "missing_dirs",
-           "read_text", "write_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +65,7 @@ def linked_parent(path: Path, roots: Iterable[Path] = ()) -> Path | None:
     return None
 
 
-def read_text(path: Path, roots: Iterable[Path] = ()) -> str | None:
+def read_exact(path: Path, roots: Iterable[Path] = ()) -> str | None:
     """The file's text exactly (no newline translation), None when it does not exist. A file
     that is a symbolic link, or reached through a linked folder below ``roots``, is refused."""
     linked = linked_parent(path, roots)
@@ -121,7 +117,7 @@ def missing_dirs(path: Path) -> list[str]:
     return missing  # deepest first
 
 
-def write_text(path: Path, text: str | None) -> None:
+def write_file(path: Path, text: str | None) -> None:
     if text is None:
         path.unlink(missing_ok=True)
         return
@@ -194,7 +190,7 @@ def _write_again_if_moved(change: Change) -> None:
 def _write_again_unlocked(change: Change) -> None:
     assert change.redo is not None
     for _ in range(_REDO_ATTEMPTS):
-        current = read_text(change.path)
+        current = read_exact(change.path)
         if current != change.before:
             try:
                 change.before, change.after = current, change.redo(current)
@@ -202,16 +198,16 @@ def _write_again_unlocked(change: Change) -> None:
                 raise ConnectError(f"{change.path}: {exc}") from None
         if not change.changed:
             return
-        write_text(change.path, change.after)
+        write_file(change.path, change.after)
         # written: re-read at once; another write landing between our read and the rename
         # shows as a text that is neither ours nor what we read
-        if read_text(change.path) == change.after:
+        if read_exact(change.path) == change.after:
             return
     raise ConnectError(f"{change.path} keeps changing under Reverie; close the agent and "
                        "connect again (nothing of its own was lost)")
 
 
-def apply_all(changes: list[Change]) -> None:
+def apply_changes(changes: list[Change]) -> None:
     """Write every changed file; on a failure put back the ones already written."""
     done: list[Change] = []
     try:
@@ -221,21 +217,20 @@ def apply_all(changes: list[Change]) -> None:
                 if change.changed:
                     done.append(change)
             elif change.changed:
-                write_text(change.path, change.after)
+                write_file(change.path, change.after)
                 done.append(change)
     except (OSError, ConnectError) as exc:
         for change in reversed(done):
             try:
                 if change.undo is not None:  # the agent may have written since: edit again
-                    current = read_text(change.path)
+                    current = read_exact(change.path)
                     _write_again_if_moved(Change(change.record, current,
                                                   change.undo(current), change.undo))
                 else:
-                    write_text(change.path, change.before)
+                    write_file(change.path, change.before)
             except (OSError, ConnectError, EditError):
                 logger.exception("could not put back %s", change.path)
         if isinstance(exc, ConnectError):
             raise ConnectError(f"{exc}; the files were put back as they were") from None
         raise ConnectError(f"cannot write {exc.filename or ''}: {exc.strerror or exc}; "
                            "the files were put back as they were") from None
-
