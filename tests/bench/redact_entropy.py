@@ -1,14 +1,18 @@
 """The entropy layer's false-positive rate, and what it catches that no other rule does.
 
 False positives: every line of this repository's own code and docs (``server/``, ``tests/``
-without the fixtures, ``docs/``, ``vscode-client/src``) and every text of the fixture
-transcripts (message text, tool inputs and outputs, as ``redact`` sees them) goes through
-``reverie.redact.entropy.find``; each line with a hit counts. Goal: at most 1 per 10,000 lines.
+without the fixtures, ``docs/``, ``vscode-client/src``), every text of the fixture
+transcripts (message text, tool inputs and outputs, as ``redact`` sees them) and, with
+``--python``, a large corpus of ordinary code and prose written by others (the standard library
+of the running Python with its tests, every ``.py``/``.pyi``/``.md``/``.rst``/``.txt`` of the
+installed site-packages, the text files under ``/usr/share/doc``) goes through
+``reverie.redact.entropy.find``; each line with a hit counts. A hit the other rules confirm is
+a secret-shaped literal (test data), reported apart. Goal: at most 1 per 10,000 lines.
 
 Catches: random credentials (20 to 64 characters of base62 / base64) after names no rule knows
 (``X_AUTHZ=``, ``"session": ``, ``--cookie``), as a share of those planted.
 
-Run: ``.venv/bin/python tests/bench/redact_entropy.py [--show]``
+Run: ``.venv/bin/python tests/bench/redact_entropy.py [--python] [--show]``
 """
 
 from __future__ import annotations
@@ -48,6 +52,29 @@ def _code_lines() -> Iterator[tuple[str, str]]:
                 continue
             for line in text.splitlines():
                 yield str(path.relative_to(ROOT)), line
+
+
+_TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt")
+
+
+def _python_lines() -> Iterator[tuple[str, str]]:
+    """The standard library, the site-packages and the system's documentation, line by line."""
+    import site
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    roots = [stdlib, *map(Path, site.getsitepackages()), Path("/usr/share/doc")]
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.suffix not in _TEXT_SUFFIXES or not path.is_file() or (
+                    root == stdlib and "site-packages" in path.parts):
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in text.splitlines():
+                yield str(path), line
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -99,9 +126,14 @@ def _catch_rate(rng: random.Random, count: int = 2_000) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--show", action="store_true", help="print every false positive")
+    parser.add_argument("--python", action="store_true",
+                        help="also the standard library, site-packages and /usr/share/doc")
     args = parser.parse_args()
     ok = True
-    for label, lines in (("code+docs", _code_lines()), ("transcripts", _transcript_lines())):
+    corpora = [("code+docs", _code_lines()), ("transcripts", _transcript_lines())]
+    if args.python:
+        corpora.append(("python+docs", _python_lines()))
+    for label, lines in corpora:
         total = hits = false = 0
         for source, line in lines:
             total += 1

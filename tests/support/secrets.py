@@ -31,7 +31,7 @@ class Planted:
 
 
 def planted_secrets(seed: int = 0) -> list[Planted]:
-    """70 secrets of 40 kinds, each unique to ``seed``."""
+    """80 secrets of 41 kinds, each unique to ``seed``."""
     rng = random.Random(seed)
 
     def pick(chars: str, n: int) -> str:
@@ -43,6 +43,10 @@ def planted_secrets(seed: int = 0) -> list[Planted]:
 
     def pw() -> str:
         return "Pw" + tok(10) + "!"
+
+    def sym() -> str:
+        # printable symbols a password holds (none that its templates would escape)
+        return "S" + pick(_ALNUM + "@#%^*()[]{}.,:+=!?~-_/", 14) + rng.choice(string.digits)
 
     p: list[Planted] = []
 
@@ -124,6 +128,18 @@ def planted_secrets(seed: int = 0) -> list[Planted]:
     add("grafana", "gl" + "sa_" + tok(32) + "_" + pick(_HEX, 7) + "a", "grafana {s}")
     add("credential", tok(32), 'credentials = "{s}"')
     add("api_key", tok(32), "apiKey: '{s}'")
+    # the security review's forms (issue 27): symbols in the value, names and structures that
+    # used to switch redaction off
+    add("env", sym(), "DB_PASSWORD={s}")
+    add("env", sym(), "export SMTP_PASS={s}")
+    add("password", sym(), "deploy --password {s} --verbose")
+    add("password", sym(), "docker login -u admin -p {s} ghcr.io")
+    add("password", sym(), "<password>{s}</password>")
+    add("env", sym(), "$env:DB_PASSWORD = '{s}'")
+    add("password", sym(), "Server=db;User Id=sa;Pwd={s};")
+    add("password", sym(), "CREATE USER app IDENTIFIED BY '{s}';")
+    add("password", sym(), "Passwort: {s}")
+    add("signature", tok(40), "https://b.s3.amazonaws.com/k?X-Amz-Signature={s}&x=1")
     return p
 
 

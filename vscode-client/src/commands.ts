@@ -128,7 +128,22 @@ export async function undoRun(ctx: CommandContext, runId?: string | null): Promi
   if (choice !== verb) {
     return;
   }
-  const result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId });
+  let result: UndoResult;
+  try {
+    result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId });
+  } catch (error) {
+    // the server refuses an undo that would discard hand edits made after the run, naming them
+    const message = error instanceof Error ? error.message : String(error);
+    if (!message.includes('would also discard the hand edits')) {
+      throw error;
+    }
+    const anyway = 'Undo Anyway';
+    const again = await vscode.window.showWarningMessage(`${verb} discards hand edits`, { modal: true, detail: message }, anyway);
+    if (again !== anyway) {
+      return;
+    }
+    result = await ctx.server.execute<UndoResult>(ServerCommands.undo, { ...args, runId: run.runId, discardEdits: true });
+  }
   await reportUndo(ctx, result, isRedo, what);
 }
 

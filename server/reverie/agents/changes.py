@@ -12,7 +12,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +49,32 @@ class Change:
         return self.before != self.after
 
 
-def read_exact(path: Path) -> str | None:
-    """The file's text exactly (no newline translation), None when it does not exist."""
+def linked_parent(path: Path, roots: Iterable[Path] = ()) -> Path | None:
+    """The first folder on the way to ``path`` that is a symbolic link, below the deepest of
+    ``roots`` that holds it (the workspace, the agent home: where the folders are the user's
+    own), else ``path``'s own folder; None when there is none. A linked ``.claude/``,
+    ``.codex/`` or ``.git/info/`` would make a write land in the link's target."""
+    parent = path.parent
+    inside = [root for root in roots if root == parent or root in parent.parents]
+    start = max(inside, key=lambda root: len(root.parts)) if inside else parent.parent
+    probe = start
+    for part in parent.parts[len(start.parts):]:
+        probe = probe / part
+        if probe.is_symlink():
+            return probe
+    return None
+
+
+def read_exact(path: Path, roots: Iterable[Path] = ()) -> str | None:
+    """The file's text exactly (no newline translation), None when it does not exist. A file
+    that is a symbolic link, or reached through a linked folder below ``roots``, is refused."""
+    linked = linked_parent(path, roots)
+    if linked is not None:
+        raise ConnectError(
+            f"{linked} is a symbolic link (to {os.readlink(linked)}); Reverie does not write "
+            f"{path.name} through a linked folder, whose target other tools or people may "
+            "share: replace the link with a folder or use the other --scope"
+        )
     if path.is_symlink():
         raise ConnectError(
             f"{path} is a symbolic link (to {os.readlink(path)}); Reverie does not edit "

@@ -3,7 +3,7 @@
 Every file is read and checked before anything is written (a symlink, a read-only file, text
 that is not UTF-8, a damaged block or a personal file git tracks stops the whole operation with
 a clear error and no write). Writes are atomic per file; if one fails, the files already written
-are put back. ``dry_run`` stops after the check and returns the unified diff.
+are put back (``agents.changes``). ``dry_run`` stops after the check and returns the unified diff.
 
 Symlinked instruction files are refused rather than written through: the link's target is
 usually shared (``CLAUDE.md -> AGENTS.md``, a dotfiles repository), and editing it would change
@@ -35,20 +35,24 @@ from reverie.agents.edits import (
     has_flat_hooks,
     has_json_hooks,
     has_json_mcp,
-    has_yaml_read,
     is_empty_json,
     missing_depth,
     remove_flat_hooks,
     remove_json_hooks,
     remove_json_mcp,
-    remove_yaml_read,
     set_flat_hooks,
     set_json_hooks,
     set_json_mcp,
-    set_yaml_read,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
-from reverie.agents.ledger import Connection, FileRecord, Scope, load_ledger, save_ledger
+from reverie.agents.ledger import (
+    Connection,
+    FileRecord,
+    Scope,
+    ledger_path,
+    load_ledger,
+    save_ledger,
+)
 from reverie.agents.results import (
     ConnectedFile,
     ConnectionInfo,
@@ -57,8 +61,15 @@ from reverie.agents.results import (
     FileChange,
     FileState,
 )
-from reverie.agents.shared import SharedFiles, connection_lock
+from reverie.agents.shared import (
+    ORIGINALS_NAME,
+    REGISTRY_NAME,
+    SharedFiles,
+    connection_lock,
+    file_locks,
+)
 from reverie.agents.specs import Plan, PlannedEdit, plan
+from reverie.agents.yamlread import has_yaml_read, remove_yaml_read, set_yaml_read
 from reverie.config import ProjectPaths, Settings
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
 from reverie.types import ConnectableAgent, connectable_name
@@ -121,6 +132,20 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     scope_: Scope = "personal" if scope == "personal" else "project"
     ws = check_workspace(workspace)
     the_plan = plan(name, ws, scope_, settings, user_dirs)
+    edits = _with_exclude(the_plan, ws)
+    with file_locks([e.path for e in edits] + _bookkeeping(the_plan.memory_dir, settings)):
+        return _connect_locked(name, ws, scope_, settings, the_plan, edits, dry_run)
+
+
+def _bookkeeping(memory_dir: Path, settings: Settings) -> list[Path]:
+    """The files every connect and disconnect reads and writes besides the agents' own."""
+    return [ledger_path(memory_dir), settings.data_dir / REGISTRY_NAME,
+            settings.data_dir / ORIGINALS_NAME]
+
+
+def _connect_locked(name: ConnectableAgent, ws: Path, scope_: Scope, settings: Settings,
+                    the_plan: Plan, edits: list[PlannedEdit], dry_run: bool) -> ConnectResult:
+    """The read-modify-write of a connect, under the lock of every file it touches."""
     ledger = load_ledger(the_plan.memory_dir)
     previous = ledger.find(name, ws)
     if previous is not None and previous.scope != scope_:
@@ -129,8 +154,8 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
             "first to change the scope"
         )
     old_records = {r.path: r for r in previous.files} if previous else {}
-    edits = _with_exclude(the_plan, ws)
-    changes = [_connect_change(edit, old_records.get(str(edit.path))) for edit in edits]
+    roots = _roots(ws, settings)
+    changes = [_connect_change(edit, old_records.get(str(edit.path)), roots) for edit in edits]
     notes = list(the_plan.notes)
     if scope_ == "project":
         shared = [str(e.path) for e in edits if _inside(e.path, ws)]
@@ -176,6 +201,22 @@ def _shared_key(record: FileRecord) -> str:
     return ""
 
 
+def _roots(ws: Path, settings: Settings) -> tuple[Path, ...]:
+    """Where the folders on the way to an agent's file are the user's own: no linked folder
+    below these is written through (``agents.changes.linked_parent``)."""
+    home = settings.agent_home.expanduser()
+    return (ws, home, home.resolve())
+
+
+def _shown(diff: str) -> str:
+    """The diff as it may be shown and logged: a settings file's context lines can hold an
+    API key (``"env": {"ANTHROPIC_API_KEY": ...}``), which must not reach a terminal or the
+    editor's output."""
+    from reverie.redact import redact
+
+    return redact(diff)[0]
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -206,8 +247,9 @@ def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
     return edits
 
 
-def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> Change:
-    before = read_exact(edit.path)
+def _connect_change(edit: PlannedEdit, old: FileRecord | None,
+                    roots: tuple[Path, ...] = ()) -> Change:
+    before = read_exact(edit.path, roots)
     check_writable(edit.path, before is not None)
     record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
                         block_id=edit.block_id)
@@ -281,16 +323,35 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     name = check_agent(agent)
     ws = check_workspace(workspace)
     memory_dir = ProjectPaths(settings, ws).memory_dir
+    connection = load_ledger(memory_dir).find(name, ws) or _found_in_files(
+        name, ws, settings, user_dirs)
+    if connection is None:
+        raise ConnectError(f"{name} is not connected for {ws}")
+    paths = [Path(r.path) for r in connection.files] + _bookkeeping(memory_dir, settings)
+    with file_locks(paths):
+        return _disconnect_locked(name, ws, settings, memory_dir, user_dirs,
+                                  {str(p) for p in paths}, dry_run)
+
+
+def _disconnect_locked(name: ConnectableAgent, ws: Path, settings: Settings, memory_dir: Path,
+                       user_dirs: Sequence[Path] | None, locked: set[str],
+                       dry_run: bool) -> ConnectResult:
+    """The read-modify-write of a disconnect, under the lock of every file it touches (the
+    ledger is read again under the lock: what it names is what is locked)."""
     ledger = load_ledger(memory_dir)
     connection = ledger.find(name, ws) or _found_in_files(name, ws, settings, user_dirs)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
+    if not {r.path for r in connection.files} <= locked:
+        raise ConnectError(f"the connection of {name} changed while disconnecting; try again")
+    roots = _roots(ws, settings)
     registry = SharedFiles(settings)
     owner = _owner(name, ws)
     in_use = {r.path for r in connection.files if _shared_key(r)
               and registry.users(Path(_shared_key(r))) - {owner}}
     changes = [c for r in connection.files if r.path not in in_use
-               and (c := _disconnect_change(r, _last_original(r, registry, owner))) is not None]
+               and (c := _disconnect_change(r, _last_original(r, registry, owner), roots))
+               is not None]
     the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
@@ -318,12 +379,12 @@ def _last_original(record: FileRecord, registry: SharedFiles,
     return registry.original(Path(record.path))
 
 
-def _disconnect_change(record: FileRecord,
-                       first: tuple[bool, str | None] = (False, None)) -> Change | None:
+def _disconnect_change(record: FileRecord, first: tuple[bool, str | None] = (False, None),
+                       roots: tuple[Path, ...] = ()) -> Change | None:
     """The change that takes ``record``'s part out; ``first``: a shared file's text before any
     connection wrote to it (``_last_original``), put back when nothing else changed since."""
     path = Path(record.path)
-    before = read_exact(path)
+    before = read_exact(path, roots)
     if before is None:
         return None
     check_writable(path, True)
@@ -405,7 +466,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings,
                                      edits[0].block_id, style="hash"))
         records = []
         for edit in edits:
-            text = read_exact(edit.path)
+            text = read_exact(edit.path, _roots(ws, settings))
             if text is None:
                 continue
             record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
@@ -469,7 +530,8 @@ def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[Cha
     return ConnectResult(
         agent=agent, workspace=str(ws), scope=the_plan.scope, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), dry_run=dry_run,
-        changed=any(c.changed for c in changes), files=files, diff="".join(diff), notes=notes,
+        changed=any(c.changed for c in changes), files=files, diff=_shown("".join(diff)),
+        notes=notes,
     )
 
 

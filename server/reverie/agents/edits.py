@@ -7,18 +7,24 @@
 - ``json-hooks-flat``: the same in VS Code's agent hook files (``~/.copilot/hooks/*.json``,
   ``.github/hooks/*.json``), whose events list the commands themselves, without matcher groups;
 - ``json-mcp``: Reverie's MCP server entry in an agent's JSON configuration;
-- ``yaml-read``: Reverie's entry in Aider's ``read:`` list, as a managed block when the file
-  has no ``read:`` key yet, else as one list line tagged ``# reverie:managed ID``.
+- ``yaml-read``: Reverie's entry in Aider's ``read:`` list (``agents.yamlread``), as a managed
+  block when the file has no ``read:`` key yet, else as one list line tagged
+  ``# reverie:managed ID``.
+
+JSON files are edited as text splices in the file's own formatting (``agents.jsontext``),
+checked against the structural edit of the same data.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reverie.agents.blocks import BlockError, find_block, newline_of, remove_block, upsert_block
+from reverie.agents import jsontext
+from reverie.agents.blocks import newline_of
 from reverie.errors import UserError
 
 #: how Reverie's hook commands are recognised in a settings file
@@ -106,12 +112,81 @@ def set_json_hooks(text: str, entries: list[HookEntry], name: str) -> str:
         groups = hooks.setdefault(entry.event, [])
         if not isinstance(groups, list):
             raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
-        groups.append({
-            "matcher": entry.matcher,
-            "hooks": [{"type": "command", "command": entry.command, "timeout": entry.timeout}],
-        })
+        groups.append(_group(entry))
     new = _dump(data, text)
-    return text if _same_json(text, new) else new
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _add_hooks(
+        _strip_ours_text(t), {e.event: [_group(x) for x in entries if x.event == e.event]
+                              for e in entries})) or new
+
+
+def _group(entry: HookEntry) -> dict[str, Any]:
+    return {"matcher": entry.matcher,
+            "hooks": [{"type": "command", "command": entry.command, "timeout": entry.timeout}]}
+
+
+def _spliced(text: str, expected: dict[str, Any], edit: Callable[[str], str]) -> str | None:
+    """``edit(text)`` when it holds exactly ``expected`` (an edit of the text that keeps the
+    user's formatting, ``agents.jsontext``), else None: the caller dumps ``expected``."""
+    if not text.strip():
+        return None
+    try:
+        edited = edit(text)
+        return edited if json.loads(edited) == expected else None
+    except (jsontext.JsonTextError, json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _strip_ours_text(text: str, ours: Callable[[Any], bool] | None = None) -> str:
+    """``_strip_ours`` (``_strip_flat`` with ``ours=_flat_is_ours``) on the text: the same
+    groups, members and containers taken out."""
+    ours = ours or _is_ours
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if hooks_at is None:
+        return text
+    found = False
+    events, _ = jsontext.items(text, hooks_at)
+    for index in range(len(events) - 1, -1, -1):  # from the end: earlier offsets stay valid
+        event = events[index]
+        if text[event.value_start:event.value_start + 1] != "[":
+            continue
+        groups, _ = jsontext.items(text, event.value_start)
+        mine = [i for i, g in enumerate(groups)
+                if ours(json.loads(text[g.value_start:g.value_end]))]
+        if not mine:
+            continue
+        found = True
+        if len(mine) == len(groups):
+            text = jsontext.remove_item(text, hooks_at, index)
+            continue
+        for i in reversed(mine):
+            text = jsontext.remove_item(text, event.value_start, i)
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if found and hooks_at is not None and not jsontext.items(text, hooks_at)[0]:
+        place = jsontext.member(text, jsontext.root(text), "hooks")
+        if place is not None:
+            text = jsontext.remove_item(text, jsontext.root(text), place[0])
+    return text
+
+
+def _add_hooks(text: str, by_event: dict[str, list[dict[str, Any]]]) -> str:
+    """``text`` with each event's items appended to ``hooks.<event>`` (created as needed)."""
+    hooks_at = jsontext.container_at(text, ["hooks"])
+    if hooks_at is None:
+        return jsontext.insert_member(text, jsontext.root(text), "hooks", by_event)
+    for event, groups in by_event.items():
+        hooks_at = jsontext.container_at(text, ["hooks"])
+        assert hooks_at is not None
+        place = jsontext.member(text, hooks_at, event)
+        if place is None:
+            text = jsontext.insert_member(text, hooks_at, event, groups)
+            continue
+        for group in groups:
+            place = jsontext.member(text, hooks_at, event)
+            assert place is not None
+            text = jsontext.append_element(text, place[1].value_start, group)
+    return text
 
 
 def _same_json(old: str, new: str) -> bool:
@@ -126,7 +201,7 @@ def remove_json_hooks(text: str, name: str) -> str:
     data = _load_object(text, name)
     if not _strip_ours(data):
         return text
-    return _dump(data, text)
+    return _spliced(text, data, _strip_ours_text) or _dump(data, text)
 
 
 def is_empty_json(text: str) -> bool:
@@ -206,16 +281,26 @@ def set_flat_hooks(text: str, entries: list[HookEntry], name: str) -> str:
         listed = hooks.setdefault(entry.event, [])
         if not isinstance(listed, list):
             raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
-        listed.append({"type": "command", "command": entry.command, "timeout": entry.timeout})
+        listed.append(_flat(entry))
     new = _dump(data, text)
-    return text if _same_json(text, new) else new
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _add_hooks(
+        _strip_ours_text(t, _flat_is_ours), {e.event: [_flat(x) for x in entries
+                                                       if x.event == e.event]
+                                             for e in entries})) or new
+
+
+def _flat(entry: HookEntry) -> dict[str, Any]:
+    return {"type": "command", "command": entry.command, "timeout": entry.timeout}
 
 
 def remove_flat_hooks(text: str, name: str) -> str:
     data = _load_object(text, name)
     if not _strip_flat(data):
         return text
-    return _dump(data, text)
+    return _spliced(text, data, lambda t: _strip_ours_text(t, _flat_is_ours)) \
+        or _dump(data, text)
 
 
 def has_flat_hooks(text: str) -> bool:
@@ -279,7 +364,45 @@ def set_json_mcp(text: str, path: list[str], server_name: str, server: dict[str,
         return text
     servers[server_name] = server
     new = _dump_like(data, text)
-    return text if _same_json(text, new) else new
+    if _same_json(text, new):
+        return text
+    return _spliced(text, data, lambda t: _set_member(t, path, server_name, server)) or new
+
+
+def _set_member(text: str, path: list[str], key: str, value: Any) -> str:
+    """``text`` with ``key`` set to ``value`` in the object at ``path``, creating the missing
+    objects on the way as one new member."""
+    depth = 0
+    while depth < len(path) and jsontext.container_at(text, path[:depth + 1]) is not None:
+        depth += 1
+    at = jsontext.container_at(text, path[:depth])
+    assert at is not None
+    if depth < len(path):
+        nested: Any = {key: value}
+        for step in reversed(path[depth + 1:]):
+            nested = {step: nested}
+        return jsontext.insert_member(text, at, path[depth], nested)
+    place = jsontext.member(text, at, key)
+    if place is None:
+        return jsontext.insert_member(text, at, key, value)
+    return jsontext.replace_value(text, place[1], value)
+
+
+def _remove_member(text: str, path: list[str], key: str, created_from: int | None) -> str:
+    at = jsontext.container_at(text, path)
+    place = jsontext.member(text, at, key) if at is not None else None
+    if at is None or place is None:
+        raise jsontext.JsonTextError("no such member")
+    text = jsontext.remove_item(text, at, place[0])
+    if created_from is not None:
+        for depth in range(len(path), created_from, -1):
+            parent = jsontext.container_at(text, path[:depth - 1])
+            child = jsontext.member(text, parent, path[depth - 1]) if parent is not None else None
+            if parent is None or child is None or json.loads(
+                    text[child[1].value_start:child[1].value_end]) != {}:
+                break
+            text = jsontext.remove_item(text, parent, child[0])
+    return text
 
 
 def missing_depth(text: str, path: list[str]) -> int | None:
@@ -313,7 +436,8 @@ def remove_json_mcp(text: str, path: list[str], server_name: str, name: str,
                 del parent[path[depth - 1]]
             else:
                 break
-    return _dump_like(data, text)
+    return _spliced(text, data, lambda t: _remove_member(t, path, server_name, created_from)) \
+        or _dump_like(data, text)
 
 
 def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
@@ -323,72 +447,3 @@ def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
     except (json.JSONDecodeError, EditError):
         return False
     return servers is not None and _mcp_is_ours(servers.get(server_name))
-
-
-# -- Aider's read: list -----------------------------------------------------------------------
-
-
-_READ_KEY = re.compile(r"^read[ \t]*:(.*?)(\r?\n|$)", re.M)
-
-
-def _tag(block_id: str) -> str:
-    return f"# reverie:managed {block_id}"
-
-
-def _tagged_line(block_id: str) -> re.Pattern[str]:
-    return re.compile(r"^[ \t]*-[^\n]*" + re.escape(_tag(block_id)) + r"[ \t]*(\r?\n|$)", re.M)
-
-
-def set_yaml_read(text: str, block_id: str, path: str, name: str) -> tuple[str, str | None]:
-    """``text`` with ``path`` in its top-level ``read:`` list; returns (text, separator).
-
-    The separator is what was added besides the entry: the blank line before a new block, or
-    the newline after a final ``read:`` line (None when nothing was).
-    """
-    item = json.dumps(path)  # a double-quoted YAML scalar: safe for any path
-    tagged = _tagged_line(block_id)
-    existing = tagged.search(text)
-    if existing is not None:
-        newline = existing.group(1)
-        lead = re.match(r"[ \t]*", existing.group(0))
-        line = f"{lead.group(0) if lead else '  '}- {item}  {_tag(block_id)}{newline}"
-        return text[: existing.start()] + line + text[existing.end():], None
-    key = _READ_KEY.search(text)
-    if key is None or "reverie:begin" in text[max(0, key.start() - 200): key.start()]:
-        body = f"read:\n  - {item}"
-        return upsert_block(text, block_id, body, "hash")
-    rest = key.group(1).strip()
-    if rest and not rest.startswith("#"):
-        raise EditError(
-            f"{name} sets read: on one line ({rest[:40]}); write it as a list with one "
-            "'- file' per line and connect again (nothing was written)"
-        )
-    after_key = key.end()
-    added: str | None = None
-    if not key.group(2):  # "read:" is the last line, without a newline: remember adding one
-        added = newline_of(text)
-        text += added
-        after_key = len(text)
-    following = re.match(r"([ \t]*)-", text[after_key:])
-    indent = following.group(1) if following else "  "
-    line = f"{indent}- {item}  {_tag(block_id)}{newline_of(text)}"
-    return text[:after_key] + line + text[after_key:], added
-
-
-def remove_yaml_read(text: str, block_id: str, separator: str | None) -> str:
-    """``text`` without Reverie's entry; ``separator`` is what ``set_yaml_read`` returned."""
-    without = _tagged_line(block_id).sub("", text)
-    if without != text:  # a list line: the separator is the newline added after "read:"
-        if separator and without.endswith(separator):
-            without = without[: -len(separator)]
-        return without
-    return remove_block(text, block_id, "hash", separator)
-
-
-def has_yaml_read(text: str, block_id: str) -> bool:
-    if _tagged_line(block_id).search(text):
-        return True
-    try:
-        return find_block(text, block_id, "hash") is not None
-    except BlockError:
-        return True

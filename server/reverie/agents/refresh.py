@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reverie.agents.blocks import BlockError, replace_body
+from reverie.agents.changes import linked_parent
 from reverie.agents.ledger import load_ledger
+from reverie.agents.shared import file_locks
 from reverie.agents.specs import refresh_body
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
@@ -53,15 +56,17 @@ def refresh_copies(memory_dir: Path, index_for: IndexSource | None = None) -> li
                 continue
             path = Path(record.path)
             try:
-                if _refresh_one(path, record.block_id, body):
+                with file_locks([path]):  # a connect may be rewriting the same file
+                    done = _refresh_one(path, record.block_id, body, workspace)
+                if done:
                     changed.append(path)
-            except (OSError, UnicodeDecodeError, BlockError) as exc:
+            except (OSError, UnicodeDecodeError, BlockError, UserError) as exc:
                 logger.warning("cannot refresh Reverie's copy in %s: %s", path, exc)
     return changed
 
 
-def _refresh_one(path: Path, block_id: str, body: str) -> bool:
-    if path.is_symlink():
+def _refresh_one(path: Path, block_id: str, body: str, workspace: Path) -> bool:
+    if path.is_symlink() or linked_parent(path, (workspace,)) is not None:
         return False
     try:
         text = path.read_bytes().decode("utf-8")

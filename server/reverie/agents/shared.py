@@ -9,24 +9,39 @@ this machine (portalocker: flock / LockFileEx); ``SharedFiles`` records which co
 shared file, so only the last one takes Reverie's part out of it, and the file's text before the
 first of them changed it, so the last one can put it back byte for byte (each connection's own
 ledger only knows the text it found, which already held the first one's part).
+
+``file_locks`` adds one lock per target file, kept in the user's runtime folder rather than in
+Reverie's data dir: the post-apply refresh of the agents' copies takes it around each file it
+rewrites, and two Reverie installs with different data dirs (the editor's and a terminal's)
+still serialise their writes to the same ``~/.codex/AGENTS.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from reverie.config import Settings
+from reverie.errors import UserError
 from reverie.fsutil import atomic_write_text, ensure_private_dir
 
-__all__ = ["SharedFiles", "connection_lock"]
+__all__ = ["LockTimeout", "SharedFiles", "connection_lock", "file_locks"]
 
 LOCK_NAME = "connections.lock"
 REGISTRY_NAME = "shared-files.json"
 ORIGINALS_NAME = "shared-originals.json"
+
+
+class LockTimeout(UserError):
+    """Another connect, disconnect or refresh held a file's lock for too long."""
+
+LOCK_NAME = "connections.lock"
+REGISTRY_NAME = "shared-files.json"
 
 
 @contextlib.contextmanager
@@ -43,6 +58,45 @@ def connection_lock(settings: Settings, timeout: float = 60.0) -> Iterator[None]
             yield
         finally:
             portalocker.unlock(handle)
+
+
+def lock_dir() -> Path:
+    """The folder of the per-file locks: the user's private runtime folder (platformdirs
+    checks it is the user's own, mode 0700 and no link; else a private one in the temp
+    folder), the same whatever Reverie's data dir is."""
+    import platformdirs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "XDG_RUNTIME_DIR is not set, falling back to ..."
+        base = platformdirs.user_runtime_path("reverie", ensure_exists=True)
+    return ensure_private_dir(base / "locks")
+
+
+def _lock_name(path: Path) -> str:
+    """One name per file, however it is spelt (its folder resolved, case as the OS has it)."""
+    folder = os.path.normcase(os.path.realpath(path.parent))
+    key = os.path.join(folder, os.path.normcase(path.name))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40] + ".lock"
+
+
+@contextlib.contextmanager
+def file_locks(paths: Iterable[Path], timeout: float = 60.0) -> Iterator[None]:
+    """Hold the inter-process lock of every file in ``paths`` (taken in one sorted order, so
+    two holders never wait for each other) around a read-modify-write of them."""
+    import portalocker
+
+    names = sorted({_lock_name(Path(p)) for p in paths})
+    directory = lock_dir() if names else Path()
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            lock = portalocker.Lock(directory / name, mode="a", timeout=timeout,
+                                    check_interval=0.02)
+            try:
+                stack.enter_context(lock)
+            except portalocker.LockException:
+                raise LockTimeout(f"another Reverie process kept a connection file locked for "
+                                  f"{timeout:.0f} s; try again") from None
+        yield
 
 
 class SharedFiles:

@@ -36,7 +36,7 @@ from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
 from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
-from reverie.hazards import hazard_of
+from reverie.hazards import APPROVED, hazard_of
 from reverie.types import ConnectableAgent
 
 logger = logging.getLogger(__name__)
@@ -239,10 +239,6 @@ def copy_body(memory_dir: Path, workspace: Path, labelled: bool,
     from reverie.redact import redact  # memory is redacted when written; a hand edit is not
 
     return redact("\n".join(lines))[0]
-
-
-#: how a person approves an entry that would otherwise be held back from agents' files
-APPROVED = "<!-- approved -->"
 
 
 def _held_back(index: str) -> str:

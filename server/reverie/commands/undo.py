@@ -1,9 +1,10 @@
 """Restore the memory dir to what it was before a run; recorded as a run of its own.
 
-``reverie undo [RUN_ID] [--redo] [--workspace DIR] [--json]``. Without ``RUN_ID`` it undoes the
-latest dream or sleep run still in effect; ``--redo`` undoes the latest undo still in effect
-(the editor's Undo / Redo Last Dream: ``reverie.services.memory``). ``--json`` prints the new
-undo run.
+``reverie undo [RUN_ID] [--redo] [--discard-edits] [--workspace DIR] [--json]``. Without
+``RUN_ID`` it undoes the latest dream or sleep run still in effect; ``--redo`` undoes the latest
+undo still in effect (the editor's Undo / Redo Last Dream: ``reverie.services.memory``). An undo
+that would discard hand edits made after the run is refused with the files and how to get them
+back, unless ``--discard-edits``. ``--json`` prints the new undo run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "dream or sleep run still in effect)")
     parser.add_argument("--redo", action="store_true",
                         help="undo the latest undo still in effect (redo what it undid)")
+    parser.add_argument("--discard-edits", action="store_true",
+                        help="undo even when that discards hand edits made to memory after "
+                             "the run (they stay in the history)")
     add_workspace_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the undo run as JSON")
 
@@ -38,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args)
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     try:
-        outcome = asyncio.run(undo(memory_writer(), memory_dir, args.run_id, redo=args.redo))
+        outcome = asyncio.run(undo(memory_writer(), memory_dir, args.run_id, redo=args.redo,
+                                   discard_edits=args.discard_edits))
     except UserError as exc:
         return fail(str(exc))
     result = outcome.result

@@ -303,7 +303,7 @@ class DreamRunner:
         manual = request.manual
         session = self.writer.open(
             memory_dir, source="manual" if manual else "auto",
-            sessions=[r.session_id for r in refs],
+            sessions=[r.session_id for r in refs], guard_deletions=True,
         )
         job_id = session.run_id
         try:

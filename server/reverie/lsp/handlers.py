@@ -279,7 +279,9 @@ async def history(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
 
 async def undo(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
     a = parse_args(UndoArgs, args)
-    return (await _call((await _tracker(ls, a)).undo(a.run_id, redo=a.redo))).wire()
+    tracker = await _tracker(ls, a)
+    return (await _call(tracker.undo(a.run_id, redo=a.redo,
+                                     discard_edits=a.discard_edits))).wire()
 
 
 async def connect_agent(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:

@@ -206,6 +206,9 @@ class UndoArgs(Args):
     run_id: str | None = None
     #: undo the latest undo instead (a redo); not with ``run_id``
     redo: bool = False
+    #: go ahead even when the undo discards hand edits made after the run (refused otherwise,
+    #: with a message naming them; they stay in the history)
+    discard_edits: bool = False
 
 
 class CurateArgs(Args):

@@ -464,7 +464,8 @@ class WorkspaceTracker:
             runs.append(run)
         return HistoryResult(memory_dir=str(memory_dir), runs=runs[:limit] if limit else runs)
 
-    async def undo(self, run_id: str | None, *, redo: bool = False) -> UndoResult:
+    async def undo(self, run_id: str | None, *, redo: bool = False,
+                   discard_edits: bool = False) -> UndoResult:
         """Undo a run (default: the latest dream or sleep run in effect; ``redo``: the latest
         undo in effect), recorded as a run of its own; the result says what changed."""
         from reverie.lsp.protocol import HistoryRun, UndoResult
@@ -473,7 +474,8 @@ class WorkspaceTracker:
         memory_dir = self.memory_dir
         if self.server.jobs.running_with_key(self.dream_key()) is not None:
             raise UndoRefused("a dream is running for this memory directory; try again after it")
-        outcome = await undo(self.server.memory_writer, memory_dir, run_id, redo=redo)
+        outcome = await undo(self.server.memory_writer, memory_dir, run_id, redo=redo,
+                             discard_edits=discard_edits)
         touched = outcome.touched
         self.memory_written([memory_dir / name for name in touched])
         self.lock_changed()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reverie.memory import nofollow
 from reverie.memory.history import HistoryError, MemoryHistory, RunRecord
+from reverie.memory.store import visible_files
 from reverie.memory.write import MemoryWriter, WriteResult
 
 
@@ -20,6 +22,33 @@ async def undo_run(writer: MemoryWriter, memory_dir: Path, run_id: str | None = 
         staged.summary = f"undo of {target.run_id} ({target.source})"
     assert write.result is not None
     return write.result
+
+
+def hand_edits_lost(memory_dir: Path, target: RunRecord) -> list[str]:
+    """The files edited by hand after ``target`` (recorded as ``edit`` runs, or not recorded
+    yet) whose edits undoing ``target`` would discard: they would go back to how they were
+    before it. Blocking."""
+    history = MemoryHistory(memory_dir)
+    edited: set[str] = set()
+    head = history.head()
+    for name in set(visible_files(memory_dir)) | set(target.files_touched):
+        recorded = history.file_at(head.decode(), name) if head else None
+        if _live(memory_dir, name) != recorded:
+            edited.add(name)  # changed since the last recorded state: a hand edit
+    for run in history.runs(include_edits=True):
+        if run.run_id == target.run_id:
+            break
+        if run.source == "edit":
+            edited.update(run.files_touched)
+    return sorted(name for name in edited if _live(memory_dir, name) != (
+        history.file_at(target.parent, name) if target.parent else None))
+
+
+def _live(memory_dir: Path, name: str) -> bytes | None:
+    try:
+        return nofollow.read_bytes(memory_dir, name)
+    except (FileNotFoundError, nofollow.UnsafePath):
+        return None
 
 
 #: runs a user thinks of as "a dream": what "Undo Last Dream" undoes

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from reverie.errors import ReverieError
 from reverie.fsutil import ensure_private_dir
+from reverie.memory.guards import refuse_destruction
 from reverie.memory.history import MemoryHistory, RunRecord, RunSource, new_run_id
 from reverie.memory.lock import ConsolidationLock, LockBusy, Recovery, recover_if_abandoned
 from reverie.memory.pins import keep_pinned
@@ -113,16 +114,20 @@ class MemoryWriter:
         poll_seconds: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         consolidates_when_unchanged: bool = True,
+        guard_deletions: bool = False,
     ) -> MemoryWrite:
         """A write to ``memory_dir`` (use as ``async with``). ``wait_seconds``: how long entry
         waits for a busy lock (polling every ``poll_seconds``) before ``LockBusy``.
         ``consolidates_when_unchanged``: a run that changed nothing still counts as a
-        consolidation (the dream's time gate restarts); False puts the lock's time back."""
+        consolidation (the dream's time gate restarts); False puts the lock's time back.
+        ``guard_deletions``: the run applies what a model wrote, so it is refused when it would
+        delete the index or most topics (``memory.guards``)."""
         return MemoryWrite(
             memory_dir, writer=self, source=source, sessions=sessions, repair=repair,
             undoes=undoes, today=today, stale_seconds=stale_seconds,
             wait_seconds=wait_seconds, poll_seconds=poll_seconds, sleep=sleep,
             consolidates_when_unchanged=consolidates_when_unchanged,
+            guard_deletions=guard_deletions,
         )
 
     def applied(self, memory_dir: Path) -> None:
@@ -167,8 +172,10 @@ class MemoryWrite:
         poll_seconds: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         consolidates_when_unchanged: bool = True,
+        guard_deletions: bool = False,
     ) -> None:
         self.memory_dir = memory_dir
+        self.guard_deletions = guard_deletions
         self.writer = writer
         self.source = source
         self.sessions = list(sessions)
@@ -217,6 +224,8 @@ class MemoryWrite:
             )
         if self.source in PIN_GUARDED and not changes.empty:
             keep_pinned(self.memory_dir, staged.path)  # a person's pin outranks the run
+        if self.guard_deletions and not changes.empty:
+            refuse_destruction(self.memory_dir, staged.path)  # a model's reply is input
         if self.repair and not changes.empty:
             problems = new_blocking_problems(staged.path, self._before)
             if problems:

@@ -8,7 +8,8 @@ high Shannon entropy for its length, changing character class often, and few vow
 text has about one letter in five a vowel; identifiers and words have two in five).
 
 Not caught, by design: hex strings (hashes, commit ids, UUIDs), paths and dotted names made of
-words, identifiers of known services (``toolu_...``, ``msg_...``, Stripe object ids), values of
+words, identifiers whose letters are mostly camel-case words of four or more, identifiers of
+known services (``toolu_...``, ``msg_...``, Stripe object ids), values of
 integrity fields (``sha512-...``). The false-positive rate is measured by
 ``tests/bench/redact_entropy.py`` on this repository's own code and docs and on the fixture
 transcripts' text.
@@ -93,6 +94,8 @@ def looks_random(value: str) -> bool:
         return False
     if _made_of_words(core) or core.startswith(("/", "./", "../", "~")) or core.count("/") >= 3:
         return False  # words, or a path (a temp folder's random name is not a credential)
+    if _reads_as_identifier(core):
+        return False  # ``x25519.X25519PublicKey``, ``CapsAfterLoginNNTPv2Handler``
     letters = [c for c in core if c.isalpha()]
     if sum(c in _VOWELS for c in letters) > 0.3 * len(letters):
         return False
@@ -107,6 +110,17 @@ def _made_of_words(value: str) -> bool:
     if len(pieces) < 2:
         return False
     return all(len(p) <= 12 and len(_WORDS.findall(p)) <= 2 for p in pieces if p)
+
+
+_CAMEL_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _reads_as_identifier(value: str) -> bool:
+    """Most letters in camel-case words of four or more (``PrintableString``, ``NNTP``): code.
+    A random string's letters fall mostly into pieces of one to three (``aB3xQ`` is five)."""
+    letters = sum(c.isalpha() for c in value)
+    long = sum(len(w) for w in _CAMEL_WORDS.findall(value) if len(w) >= 4)
+    return long >= 0.7 * letters
 
 
 def _class_changes(value: str) -> int:

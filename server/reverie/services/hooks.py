@@ -188,8 +188,14 @@ async def _extract(settings: Settings, hook: HookInput, workspace: Path) -> str:
 
 
 def _find_transcript(settings: Settings, session_id: str, workspace: Path) -> Path:
+    """By the file names the agents give (bounded: names only), else by discovery (reads
+    every session's head; for layouts that do not name files by id)."""
     from reverie.transcripts.discovery import discover_sessions
+    from reverie.transcripts.lookup import find_session_file
 
+    named = find_session_file(settings.agent_home, session_id, workspace)
+    if named is not None:
+        return named
     for ref in discover_sessions(workspace, settings.agent_home):
         if ref.session_id == session_id:
             return ref.path

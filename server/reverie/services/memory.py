@@ -21,7 +21,7 @@ from reverie.errors import UserError
 from reverie.memory.history import FileChange, MemoryHistory, RunRecord
 from reverie.memory.lock import ConsolidationLock, LockBusy, LockStatus, lock_status
 from reverie.memory.transaction import TransactionError
-from reverie.memory.undo import undo_run, undo_target, undone_runs
+from reverie.memory.undo import hand_edits_lost, undo_run, undo_target, undone_runs
 from reverie.memory.write import MemoryWriter, WriteResult
 from reverie.transcripts.discovery import sessions_touched_since
 from reverie.transcripts.editor_places import EditorPlaces
@@ -147,17 +147,35 @@ def undo_target_run(memory_dir: Path, run_id: str | None, *, redo: bool = False)
     return undo_target(history.runs(), redo=redo)
 
 
+class HandEditsAtRisk(UndoRefused):
+    """The undo would discard hand edits made after the run; asked again with
+    ``discard_edits`` it goes ahead (the edits stay in the history)."""
+
+    def __init__(self, target: RunRecord, files: list[str]) -> None:
+        self.files = files
+        super().__init__(
+            f"undoing run {target.run_id} would also discard the hand edits made since to "
+            f"{', '.join(files)}. They stay in the history (`reverie history` lists them as an "
+            "'edit' run) and undoing this undo brings them back. To go ahead: `reverie undo "
+            f"{target.run_id} --discard-edits` (in the editor: Undo Anyway)")
+
+
 async def undo(writer: MemoryWriter, memory_dir: Path, run_id: str | None = None, *,
-               redo: bool = False) -> UndoOutcome:
+               redo: bool = False, discard_edits: bool = False) -> UndoOutcome:
     """Undo a run (recorded as a run of its own, so it can be redone). Every failure is a
     ``UserError`` with memory unchanged: an unknown id, nothing to undo, a busy lock, a memory
-    dir Reverie cannot write."""
+    dir Reverie cannot write, and (unless ``discard_edits``) hand edits made after the run
+    that the undo would discard (``HandEditsAtRisk``, which says how to get them back)."""
     import asyncio
 
     if run_id is not None and redo:
         raise UndoRefused("give either runId or redo, not both")
     try:
         target = await asyncio.to_thread(undo_target_run, memory_dir, run_id, redo=redo)
+        if not discard_edits:
+            lost = await asyncio.to_thread(hand_edits_lost, memory_dir, target)
+            if lost:
+                raise HandEditsAtRisk(target, lost)
         result = await undo_run(writer, memory_dir, target.run_id)
     except LockBusy:
         raise UndoRefused(

@@ -249,7 +249,7 @@ class SleepCycle:
             memory_dir, source="sleep",
             sessions=[d.session_id for d in deep.digests if d.error is None],
             wait_seconds=wait, poll_seconds=poll, sleep=self._sleep,
-            consolidates_when_unchanged=False,
+            consolidates_when_unchanged=False, guard_deletions=True,
         )
         try:
             async with write as staged:

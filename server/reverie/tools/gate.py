@@ -22,10 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 from reverie.errors import ReverieError
+from reverie.memory.names import name_problem
 
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
+#: new files one job may create in its write directory (a model once wrote 3,000 in a turn)
+MAX_NEW_FILES = 50
 
 Access = Literal["read", "write", "list"]
 
@@ -47,6 +50,16 @@ class Denial:
     tool: str
     path: str
     reason: str
+
+
+def _case_twin(path: Path) -> str | None:
+    """An entry beside ``path`` whose name differs from its name only in case."""
+    try:
+        siblings = os.listdir(path.parent)
+    except OSError:
+        return None
+    folded = path.name.casefold()
+    return next((s for s in siblings if s != path.name and s.casefold() == folded), None)
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -82,6 +95,8 @@ class PathGate:
         self.read_roots = [self._physical(Path(r)).resolve() for r in read_roots]
         self.write_file = self._physical(write_file).resolve() if write_file else None
         self.write_dir = self._physical(write_dir).resolve() if write_dir else None
+        #: files this job created in its write directory (shared with ``with_path_map`` twins)
+        self._created: set[Path] = set()
 
     def __repr__(self) -> str:
         return (f"PathGate(read_roots={[str(r) for r in self.read_roots]}, "
@@ -95,6 +110,7 @@ class PathGate:
         gate.read_roots = [gate._physical(r).resolve() for r in self.read_roots]
         gate.write_file = gate._physical(self.write_file).resolve() if self.write_file else None
         gate.write_dir = gate._physical(self.write_dir).resolve() if self.write_dir else None
+        gate._created = self._created
         return gate
 
     # ---- mapping -------------------------------------------------------------------------------
@@ -190,7 +206,26 @@ class PathGate:
         info = self._stat(path, raw, "write")
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise PathDenied(raw, "write", "not a regular file")
+        if self.write_dir is not None and path != self.write_file:
+            self._check_new_name(path, raw, exists=info is not None)
         return path
+
+    def _check_new_name(self, path: Path, raw: str, *, exists: bool) -> None:
+        """The apply's path rules and the per-job limits, per call: a name the apply would
+        refuse fails this call only, never the whole run at its end."""
+        assert self.write_dir is not None
+        name = path.relative_to(self.write_dir).as_posix()
+        problem = name_problem(name)
+        if problem is not None:
+            raise PathDenied(raw, "write", problem)
+        if exists:
+            return
+        twin = _case_twin(path)
+        if twin is not None:
+            raise PathDenied(raw, "write", f"differs from the existing {twin!r} only in case")
+        if path not in self._created and len(self._created) >= MAX_NEW_FILES:
+            raise PathDenied(raw, "write", f"more than {MAX_NEW_FILES} new files in one run")
+        self._created.add(path)
 
     def _resolve_physical(self, physical: Path, access: Access) -> Path:
         try:

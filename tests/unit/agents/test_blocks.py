@@ -7,14 +7,8 @@ import json
 import pytest
 
 from reverie.agents.blocks import BlockError, find_block, remove_block, upsert_block
-from reverie.agents.edits import (
-    EditError,
-    HookEntry,
-    remove_json_hooks,
-    remove_yaml_read,
-    set_json_hooks,
-    set_yaml_read,
-)
+from reverie.agents.edits import EditError, HookEntry, remove_json_hooks, set_json_hooks
+from reverie.agents.yamlread import remove_yaml_read, set_yaml_read
 
 CASES = ["", "one line\n", "no final newline", "crlf\r\nfile\r\n", "blank end\n\n", "\n"]
 

@@ -251,7 +251,7 @@ def test_json_settings_changed_after_connect_keep_the_users_entries(
 def test_aider_one_line_read_is_a_clear_error(ws: Path, settings: Settings) -> None:
     (ws / ".aider.conf.yml").write_text("read: [CONVENTIONS.md]\n")
     before = snapshot(ws)
-    with pytest.raises(ConnectError, match="read: on one line"):
+    with pytest.raises(ConnectError, match="flow list"):
         connect("aider", ws, "personal", settings)
     assert snapshot(ws) == before
 

@@ -35,6 +35,12 @@ def test_a_random_value_where_values_go_is_caught(template: str) -> None:
     "version: 2026.05.11-build.1234+Linux-x86_64",
     "title: TheQuickBrownFox2JumpsOverTheLazyDog",
     '{"toolUseID": "bash_Kq8Zr2Vx9Lm4Tn7Pw3Yb6Fc1"}',
+    # identifiers from the standard library and site-packages (the corpus bench's hits)
+    "NameOID.COUNTRY_NAME: _ASN1Type.PrintableString,",
+    'c_function_name="CPyBytesWriter_WriteF32LE",',
+    "handler_class = CapsAfterLoginNNTPv2Handler",
+    '("prompts/get", "2024-11-05"): v2025.GetPromptRequest,',
+    "Argon2d = rust_openssl.kdf.Argon2d",
 ])
 def test_what_code_and_prose_hold_there_is_kept(text: str) -> None:
     assert find(text) == [] and redact(text) == (text, 0)

@@ -1,16 +1,18 @@
 """No planted secret reaches a file, the history, a log or a model request.
 
-70 secrets of 44 kinds (``support.secrets``) are planted in every position of every agent
-format: Claude Code (``summary`` title, user text, assistant text, thinking, ``tool_use`` input
-incl. nested edits, ``tool_result``), Codex rollouts (user / assistant messages, reasoning
-summaries, function call arguments and output, event messages), Gemini CLI JSON (user / model
-text, thoughts, tool call args and results) and Aider markdown (prompts, replies, tool output).
-Then the real CLI runs notes for every session, a manual dream and the sleep cycle, on the
-offline engine and on the OpenAI and Anthropic clients against the fake provider, whose model
-echoes what it read and adds a raw secret of its own to everything it writes (a confused or
-hostile model). Afterwards nothing under the data directory, no decompressed object of the
-history repository, no line of the DEBUG log and no request body the fake provider received may
-hold any secret (whole, or its first or middle twelve characters).
+80 secrets of 45 kinds (``support.secrets``, the security review's structure forms included) are
+planted in every position of every agent format: Claude Code (``summary`` title, user text,
+assistant text, thinking, ``tool_use`` input incl. nested edits, ``tool_result``), Codex
+rollouts (user / assistant messages, reasoning summaries, function call arguments and output,
+event messages), Gemini CLI JSON (user / model text, thoughts, tool call args and results) and
+Aider markdown (prompts, replies, tool output). Then the real CLI runs notes for every session,
+a manual dream and the sleep cycle, on the offline engine and on the OpenAI and Anthropic
+clients against the fake provider, whose model echoes what it read and adds a raw secret of its
+own to everything it writes (a confused or hostile model). Codex and Claude Code are connected
+first, so the agents' files get the memory copy. Afterwards nothing under the data directory,
+the agents' files, no decompressed object of the history repository, no line of the DEBUG log
+and no request body the fake provider received may hold any secret (whole, or its first or
+middle twelve characters).
 """
 
 from __future__ import annotations
@@ -309,6 +311,11 @@ def test_no_secret_leaves_redaction(corpus: dict[str, Any], engine: str) -> None
         server = FakeLLMServer(fallback=EchoModel()).start()
         env.update(REVERIE_PROVIDER=engine, REVERIE_BASE_URL=server.base_url,
                    REVERIE_API_KEY="test-key-not-a-secret", REVERIE_MODEL="fake-model")
+    # agents connected first: the memory refresh writes their files after every apply
+    logs.append(_run(["connect", "codex", "--scope", "personal", "--workspace", str(workspace)],
+                     env, workspace))
+    logs.append(_run(["connect", "claude-code", "--scope", "project", "--workspace",
+                      str(workspace)], env, workspace))
     try:
         for session in corpus["sessions"]:
             logs.append(_run(["notes", str(session), "--force", "--workspace", str(workspace),
@@ -324,6 +331,9 @@ def test_no_secret_leaves_redaction(corpus: dict[str, Any], engine: str) -> None
     found: dict[str, list[str]] = {}
     written = [p for p in corpus["data"].rglob("*") if p.is_file()]
     written += [p for p in workspace.rglob("*") if p.is_file() and p not in corpus["sessions"]]
+    agents_md = corpus["home"] / ".codex" / "AGENTS.md"
+    assert agents_md.is_file() and (workspace / "CLAUDE.md").is_file()
+    written.append(agents_md)  # the agents' files: loaded by every session
     assert any(p.name.endswith(".md") for p in written), "the jobs wrote nothing"
     for path in written:
         leaks = _leaks(path.read_bytes().decode("utf-8", "replace"))

@@ -619,6 +619,7 @@ export interface UndoArgs {
   workspace?: string | null;
   runId?: string | null;
   redo?: boolean;
+  discardEdits?: boolean;
 }
 
 /**

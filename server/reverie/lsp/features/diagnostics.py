@@ -80,13 +80,20 @@ def notes_diagnostics(text: str, config_dir: Path | None) -> list[types.Diagnost
 
 
 def _memory_problems(memory_dir: Path, index_text: str | None) -> list[MemoryProblem]:
-    """``check_index`` from disk; the index's own findings from the open buffer if there is one."""
+    """``check_index`` from disk; the index's own findings from the open buffer if there is one;
+    and the index lines held back from agents' files until a person approves them."""
     from reverie.memory import store
+    from reverie.memory.guards import held_back_problems
 
-    problems = store.check_index(memory_dir)
-    if index_text is None:
-        return problems
     index_path = memory_dir / store.INDEX_NAME
+    if index_text is None:
+        try:
+            on_disk = index_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            on_disk = ""
+        return store.check_index(memory_dir) + held_back_problems(index_path, on_disk)
+    problems = store.check_index(memory_dir)
+    held = held_back_problems(index_path, index_text)
     try:
         index = store.parse_index(index_text)
         live = [
@@ -94,8 +101,8 @@ def _memory_problems(memory_dir: Path, index_text: str | None) -> list[MemoryPro
             *store._entry_problems(memory_dir, index_path, index),
         ]
     except AttributeError:  # the store no longer offers per-text checks: use the disk view
-        return problems
-    return [p for p in problems if p.file != index_path] + live
+        return problems + held
+    return [p for p in problems if p.file != index_path] + live + held
 
 
 def lock_diagnostic(
