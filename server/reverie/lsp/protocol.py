@@ -475,13 +475,15 @@ class ReviewChange(Wire):
 
 
 class StagedReview(Wire):
-    """A dream's change set waiting for a person (``reverie.dreamReview``)."""
+    """A change set waiting for a person: a dream's (``reverie.dreamReview``; ``source``
+    ``auto`` / ``manual``) or an agent's proposal (``source`` ``agent``, over MCP)."""
 
     review_id: str
     memory_dir: str
     created_at: datetime
     source: str
     summary: str
+    proposed_by: str | None = None
     sessions: list[str] = Field(default_factory=list)
     changes: list[ReviewChange] = Field(default_factory=list)
 

@@ -581,7 +581,8 @@ export interface SpendInfo {
 }
 
 /**
- * A dream's change set waiting for a person (`reverie.dreamReview`).
+ * A change set waiting for a person: a dream's (`reverie.dreamReview`; `source`
+ * `auto` / `manual`) or an agent's proposal (`source` `agent`, over MCP).
  */
 export interface StagedReview {
   reviewId: string;
@@ -589,6 +590,7 @@ export interface StagedReview {
   createdAt: string;
   source: string;
   summary: string;
+  proposedBy: string | null;
   sessions: string[];
   changes: ReviewChange[];
 }
