@@ -268,7 +268,7 @@ async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | 
         # the entry is found again in the staged copy: it is what gets changed
         again = await asyncio.to_thread(find_entry, staged.path, f"{entry.file}:{entry.line}",
                                         entry.text)
-        removed = await asyncio.to_thread(_apply, staged.path, again, action, new_text, to_file)
+        removed = await asyncio.to_thread(apply_to, staged.path, again, action, new_text, to_file)
         problems = await asyncio.to_thread(new_blocking_problems, staged.path, before)
         if problems:
             p = problems[0]

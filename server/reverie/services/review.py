@@ -29,6 +29,7 @@ from reverie.events import JobEvent
 
 if TYPE_CHECKING:
     from reverie.dream.models import DreamResult
+    from reverie.memory.history import RunSource
     from reverie.memory.write import MemoryWriter
 
 REVIEW_DIR = "review"
@@ -265,8 +266,9 @@ async def apply_review(memory_dir: Path, review_id: str, only: Sequence[str] | N
     shadow = reviews_root(memory_dir) / review.review_id / "memory"
     # an accepted proposal is the person's own curation (kept byte for byte, like theirs);
     # a dream's change set lands as that dream would have
+    run_source: RunSource = "curate" if review.source == "agent" else review.source
     session = (writer or memory_writer()).open(
-        memory_dir, source="curate" if proposal else review.source,
+        memory_dir, source=run_source,
         sessions=review.sessions, repair=not proposal)
     async with session as staged:
         for name in chosen:
