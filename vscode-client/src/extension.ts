@@ -17,6 +17,7 @@ import { offerWalkthrough, showMenu } from './menu';
 import { NotesFileSystem } from './notesDocuments';
 import { PreviewDocuments } from './preview';
 import { MemoryQuickFixes } from './quickFixes';
+import { ProposalWatcher } from './review';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
 import { onInterpreterChanged } from './python';
 import { createSidebar, workspaceArg } from './sidebar';
@@ -47,6 +48,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       current.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg()).then((lock) => {
         memoryDir = lock.memoryDir;
         status.applyLock(lock, result.pid);
+        void proposals.watch(lock.memoryDir);
       }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
     }, (error: unknown) => log.warn(`status: ${String(error)}`));
   };
@@ -56,6 +58,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     refreshStatus,
     state: { global: context.globalState, workspace: context.workspaceState },
   };
+  const proposals = new ProposalWatcher(ctx);
   const setContext = (key: string, value: unknown): void => {
     void vscode.commands.executeCommand('setContext', key, value);
   };
@@ -71,6 +74,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     history,
     previews,
     gates,
+    proposals,
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, history),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previews),
     notes,
@@ -105,6 +109,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
               (lock) => {
                 memoryDir = lock.memoryDir;
                 status.applyLock(lock, result.pid);
+                void proposals.watch(lock.memoryDir);
               }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
             // the first start makes one offer: connecting the agents found (with the tour), else the tour
             offerConnection(ctx, result)
