@@ -119,6 +119,33 @@ def _sources(text: str | None) -> list[str]:
     return [line.strip()[2:].strip() for line in block.group(1).splitlines()] if block else []
 
 
+def _entries(text: str | None) -> list[str]:
+    """The entry lines of a memory file (bullets), front matter left out."""
+    if not text:
+        return []
+    body = text.split("\n---", 1)[1] if text.startswith("---") and "\n---" in text else text
+    return [line.strip() for line in body.splitlines() if re.match(r"\s*[-*] \S", line)]
+
+
+def change_reason(before: str | None, after: str | None, summary: str) -> str:
+    """What the change does to this file, then why the run made it: "adds 2 entries, retires
+    1 (offline consolidation of 3 sessions: ...)"."""
+    old, new = _entries(before), _entries(after)
+    added = len([e for e in new if e not in old])
+    gone = len([e for e in old if e not in new])
+    if before is None:
+        what = f"new file with {len(new)} entr{'y' if len(new) == 1 else 'ies'}"
+    elif after is None:
+        what = "file removed"
+    elif added or gone:
+        parts = ([f"adds {added} entr{'y' if added == 1 else 'ies'}"] if added else []) + \
+                ([f"drops {gone}"] if gone else [])
+        what = ", ".join(parts)
+    else:
+        what = "same entries; front matter or wording only"
+    return f"{what} ({summary})"
+
+
 def seed_shadow(live: Path, shadow: Path) -> None:
     shadow.mkdir(parents=True)
     for name in _memory_files(live):
@@ -177,7 +204,8 @@ async def stage_dream(settings: Settings, workspace: Path, *, manual: bool, extr
             continue
         changes.append(ReviewChange(
             path=name, action="add" if before is None else "remove" if after is None else "change",
-            base=file_sha(live / name), reason=record.summary or result.summary or "dream",
+            base=file_sha(live / name),
+            reason=change_reason(before, after, record.summary or result.summary or "dream"),
             sessions=_sources(after) or record.sessions,
         ))
     review = Review(review_id=result.run_id, memory_dir=str(live), created_at=datetime.now(UTC),

@@ -194,6 +194,8 @@ def test_a_dream_that_cannot_run_says_why_with_the_buttons_that_fix_it(
         text = toast.first.inner_text()
         assert "missing_llm_client" not in text and "dream skipped" not in text, text
         assert "no model could be used" in text, text
+        # the editor's own commands, not the shell's environment variables
+        assert "REVERIE_API_KEY" not in text and "ANTHROPIC_API_KEY" not in text, text
         for action in ("Set API Key", "Choose Provider", "Show Log"):
             expect(toast.first.locator(".monaco-button", has_text=action)).to_be_visible()
     finally:
@@ -354,6 +356,8 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
         offer = page.locator(".notification-toast", has_text="proposes")
         try:
             expect(offer.first).to_be_visible(timeout=90_000)
+            offer.first.hover()
+            page.wait_for_timeout(1_500)  # the toast's slide-in, the job's toast closing
         finally:
             shot(page, artifacts, "17-review-offer")
         assert {p.name: p.read_bytes() for p in memory.glob("*.md")} == before  # not yet
