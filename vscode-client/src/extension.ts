@@ -10,7 +10,7 @@ import { registerCommands, type CommandContext } from './commands';
 import { offerConnection } from './connect';
 import { API_KEY_SECRET, Commands, ContextKeys, HISTORY_SCHEME, NOTES_SCHEME, OUTPUT_CHANNEL, PREVIEW_SCHEME, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
 import { GateLenses } from './gateLens';
-import type { LockStatusResult, StatusResult } from './generated/protocol';
+import type { HistoryResult, LockStatusResult, StatusResult } from './generated/protocol';
 import { HistoryDocuments } from './history';
 import { JobTracker } from './jobs';
 import { offerWalkthrough, showMenu } from './menu';
@@ -50,6 +50,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         status.applyLock(lock, result.pid);
         void proposals.watch(lock.memoryDir);
       }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+      current.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 }).then(
+        (history) => status.applyHistory(history.runs), (error: unknown) => log.warn(`history: ${String(error)}`));
     }, (error: unknown) => log.warn(`status: ${String(error)}`));
   };
   const ctx: CommandContext = {
@@ -111,6 +113,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 status.applyLock(lock, result.pid);
                 void proposals.watch(lock.memoryDir);
               }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+            current.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 }).then(
+              (history) => status.applyHistory(history.runs), (error: unknown) => log.warn(`history: ${String(error)}`));
             // the first start makes one offer: connecting the agents found (with the tour), else the tour
             offerConnection(ctx, result)
               .then((offered) => (offered ? undefined : offerWalkthrough(context.globalState)))

@@ -109,7 +109,7 @@ async function explainFirstDream(ctx: CommandContext, event: JobEventPayload): P
 /** Handlers attached before each client starts (vscode-languageclient re-applies them). */
 export function attachNotificationHandlers(client: LanguageClient, ctx: CommandContext, status: ReverieStatusBar): void {
   client.onNotification(Notifications.memorySaved, (event: MemorySaved) => {
-    status.noteDreamFinished();
+    status.noteMemorySaved(event.source);
     ctx.refreshViews();
     void onMemorySaved(ctx, event);
   });

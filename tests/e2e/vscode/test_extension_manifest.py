@@ -86,3 +86,15 @@ def test_client_commands_are_contributed_and_never_reuse_server_ids() -> None:
 def test_engine_fits_code_server_4_100() -> None:
     assert MANIFEST["engines"]["vscode"] == "^1.100.0"
     assert MANIFEST["dependencies"]["vscode-languageclient"].startswith("11.")
+
+
+def test_no_repository_is_claimed_that_does_not_exist() -> None:
+    """Reverie has no public repository: the manifest names none (vsce is told so), and the
+    README says where the documentation and the source are instead."""
+    for key in ("repository", "bugs", "homepage", "qna"):
+        assert key not in MANIFEST, key
+    vsix = (CLIENT / "scripts" / "vsix.mjs").read_text()
+    assert "'--allow-missing-repository'" in vsix
+    readme = (CLIENT / "README.md").read_text()
+    assert "no public repository" in readme and "bundled/libs/py/reverie" in readme
+    assert "github.com" not in readme and "in the Reverie repository" not in readme

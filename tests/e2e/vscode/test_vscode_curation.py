@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -160,6 +161,19 @@ def test_the_memory_view_counts_what_the_problems_panel_lists(
     run_command(page, "View: Close All Editors")
 
 
+def _choose_focused(page: Any, menu: Any, title: str) -> None:
+    """Runs the action widget's row ``title`` by keyboard (the widget's pointer block takes
+    mouse clicks while it animates in)."""
+    for _ in range(12):
+        focused = menu.locator(".monaco-list-row.focused")
+        if focused.count() and title in focused.first.inner_text():
+            page.keyboard.press("Enter")
+            return
+        page.keyboard.press("ArrowDown")
+        page.wait_for_timeout(150)
+    raise AssertionError(f"{title!r} never got the focus: {menu.inner_text()}")
+
+
 def test_a_code_action_on_the_line_edits_one_entry_as_a_recorded_run(
     page: Any, code_server: Any, artifacts: Path
 ) -> None:
@@ -187,7 +201,7 @@ def test_a_code_action_on_the_line_edits_one_entry_as_a_recorded_run(
                    ).to_be_visible()
     finally:
         shot(page, artifacts, "15f-code-action-curation")
-    edit.click()
+    _choose_focused(page, menu, "Reverie: Edit this entry")
     box = page.locator(".quick-input-widget input")
     expect(box).to_be_visible(timeout=20_000)
     # the person's words, kept byte for byte (two spaces, a trailing note, no reformatting)
@@ -199,6 +213,10 @@ def test_a_code_action_on_the_line_edits_one_entry_as_a_recorded_run(
     assert not RUN_ID.search(_toasts(page)), _toasts(page)
     assert (memory / "build-and-test.md").read_text().splitlines()[line - 1] == new
     expect(_history_row(page, "edit ·")).to_be_visible(timeout=30_000)
+    # a person's edit is not a dream: the status bar does not say "dreamed"
+    status = page.locator(".statusbar-item", has_text=re.compile(r"Reverie")).first
+    page.wait_for_timeout(1_000)
+    assert "dreamed" not in status.inner_text(), status.inner_text()
     run = MemoryHistory(memory).runs()[0]
     assert run.source == "curate" and run.summary.startswith("edit build-and-test.md:")
     run_command(page, "View: Close All Editors")
@@ -261,7 +279,9 @@ def test_an_agents_proposal_waits_for_the_person_and_lands_when_accepted(
 
     memory = memory_dir_of(code_server)
     before = (memory / "build-and-test.md").read_bytes()
-    proposal = asyncio.run(_propose(code_server, "elixir:1.16"))
+    # its own thread: Playwright's sync API runs an event loop in this one
+    with ThreadPoolExecutor(1) as pool:
+        proposal = pool.submit(asyncio.run, _propose(code_server, "elixir:1.16")).result(120)
     assert (memory / "build-and-test.md").read_bytes() == before  # nothing yet
     offer = page.locator(".notification-toast", has_text="Claude Code proposes a change")
     try:
