@@ -63,7 +63,7 @@ export async function discard(ctx: CommandContext, review: StagedReview): Promis
 async function decideProposal(ctx: CommandContext, review: StagedReview): Promise<void> {
   await showDiff(ctx, review);
   const choice = await vscode.window.showInformationMessage(
-    `${proposer(review)} proposes: ${review.summary}. Reason: ${reasonOf(review)}`,
+    `${proposer(review)} proposes: ${review.summary.replace(/\.$/, '')}. Reason: ${reasonOf(review)}`,
     'Accept', 'Discard');
   if (choice === 'Accept') {
     await acceptAll(ctx, review);
@@ -185,7 +185,7 @@ export class ProposalWatcher implements vscode.Disposable {
     for (const review of fresh) {
       this.announced.add(review.reviewId);
       const choice = await vscode.window.showInformationMessage(
-        `${proposer(review)} proposes a change to memory: ${review.summary}. Reason: ${reasonOf(review)}. Nothing changes until you accept.`,
+        `${proposer(review)} proposes a change to memory: ${review.summary.replace(/\.$/, '')}. Reason: ${reasonOf(review)}. Nothing changes until you accept.`,
         'Review…', 'Accept', 'Discard');
       if (choice === 'Review…') {
         await reviewChanges(this.ctx, review.reviewId);

@@ -56,5 +56,5 @@ export function proposer(review: StagedReview): string {
 export function reasonOf(review: StagedReview): string {
   const reason = review.changes[0]?.reason ?? '';
   const at = reason.indexOf(': ');
-  return at > 0 && review.source === 'agent' ? reason.slice(at + 2) : reason;
+  return (at > 0 && review.source === 'agent' ? reason.slice(at + 2) : reason).replace(/\.$/, '');
 }

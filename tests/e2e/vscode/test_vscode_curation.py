@@ -96,10 +96,6 @@ def _machine_settings(code_server: Any) -> Path:
     return path
 
 
-def _user_settings(code_server: Any) -> Path:
-    return code_server.user_data / "User" / "settings.json"
-
-
 def _update_json(path: Path, **values: Any) -> str:
     original = path.read_text() if path.exists() else "{}"
     path.write_text(json.dumps({**json.loads(original), **values}, indent=2))
@@ -191,11 +187,18 @@ def test_a_code_action_on_the_line_edits_one_entry_as_a_recorded_run(
     run_command(page, "Go to Line/Column...")
     page.keyboard.type(f"{line}:5")
     page.keyboard.press("Enter")
-    page.keyboard.press("Control+.")
     menu = page.locator(".action-widget, .context-view")
     edit = menu.locator(".monaco-list-row, .action-item", has_text="Reverie: Edit this entry").first
+    for _ in range(4):  # the first request can come before the editor knows the document
+        page.keyboard.press("Control+.")
+        try:
+            expect(edit).to_be_visible(timeout=5_000)
+            break
+        except AssertionError:
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(1_000)
     try:
-        expect(edit).to_be_visible(timeout=20_000)
+        expect(edit).to_be_visible(timeout=10_000)
         for other in ("Forget this entry", "Pin this entry", "Move this entry"):
             expect(menu.locator(".monaco-list-row, .action-item", has_text=other).first
                    ).to_be_visible()
@@ -379,17 +382,28 @@ def test_the_cost_governor_estimates_skips_over_the_cap_and_shows_the_spend(
     from reverie.llm.budget import SpendLedger
 
     ws = code_server.workspace
-    SpendLedger(ws.data_dir).record("dream", 900, 0.012, new_job=True)
+    # earlier notes updates spent 900 tokens ($0.012) today; no dream ran yet, so a dream is
+    # estimated at the conservative default, priced at what those tokens cost
+    SpendLedger(ws.data_dir).record("session_memory", 900, 0.012, new_job=True)
     with FakeLLMServer() as fake:
+        # code-server reads settings of the remote machine from here (as the user's own)
         machine = _update_json(_machine_settings(code_server), **{
-            "reverie.provider": "openai", "reverie.baseUrl": fake.base_url})
-        user = _update_json(_user_settings(code_server), **{"reverie.dailyTokenCap": 1000})
+            "reverie.provider": "openai", "reverie.baseUrl": fake.base_url,
+            "reverie.dailyTokenCap": 1000})
         try:
-            time.sleep(3)  # VS Code reads the files; the server pulls the new settings
-            run_command(page, "Reverie: Dream Now")
             box = page.locator(".quick-input-widget")
-            expect(box).to_contain_text("Estimated: about 80,000 tokens", timeout=30_000)
-            expect(box).to_contain_text("900 of 1.0k tokens today")
+            deadline = time.monotonic() + 60
+            while True:  # until VS Code read the files and the server has the new settings
+                run_command(page, "Reverie: Dream Now")
+                try:
+                    expect(box).to_contain_text("900 of 1.0k tokens today", timeout=5_000)
+                    break
+                except AssertionError:
+                    if time.monotonic() > deadline:
+                        raise AssertionError(workbench.failure_context(code_server)) from None
+                    page.keyboard.press("Escape")
+                    time.sleep(2)
+            expect(box).to_contain_text("Estimated: about 80,000 tokens (about $1.07)")
             shot(page, artifacts, "20-dream-estimate")
             page.keyboard.press("Enter")
             toast = page.locator(".notification-toast", has_text="would pass the model budget")
@@ -420,7 +434,6 @@ def test_the_cost_governor_estimates_skips_over_the_cap_and_shows_the_spend(
             page.mouse.move(700, 400)
         finally:
             _machine_settings(code_server).write_text(machine)
-            _user_settings(code_server).write_text(user)
     time.sleep(3)
     run_command(page, "Notifications: Clear All Notifications")
 
