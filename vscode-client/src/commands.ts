@@ -79,6 +79,7 @@ export const GATE_TEXT: Record<string, string> = {
   session_gate: 'waiting for more sessions',
   lock_busy: 'another process is dreaming',
   disabled: 'automatic dreams are off',
+  scan_throttle: 'sessions were counted a moment ago; they are counted again shortly',
 };
 
 export function lockSummary(lock: LockStatusResult): { title: string; detail: string } {
@@ -87,7 +88,7 @@ export function lockSummary(lock: LockStatusResult): { title: string; detail: st
     `Last dream: ${lock.lastConsolidatedAt ? formatWhen(new Date(lock.lastConsolidatedAt)) : 'never'}`,
     `Hours since: ${lock.hoursSince !== null ? lock.hoursSince.toFixed(1) : 'n/a'}`,
     `Sessions since: ${lock.sessionsSince ?? 'n/a'}`,
-    `Next gate: ${GATE_TEXT[lock.nextGate] ?? lock.nextGate}`,
+    `Next gate: ${GATE_TEXT[lock.nextGate] ?? lock.nextGate.replace(/_/g, ' ')}`,
     `Memory: ${lock.memoryDir}`,
   ];
   return { title, detail: lines.join('\n') };

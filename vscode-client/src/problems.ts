@@ -45,6 +45,10 @@ export function humanize(message: string): string {
   // the server's advice is for a shell (environment variables); the editor has its own commands
   text = text.replace(/No API key for the (\w+) provider: set REVERIE_API_KEY or \w+_API_KEY(?: \(or REVERIE_BASE_URL for a local OpenAI-compatible server\))?\.?/g,
     (_all, provider: string) => `no API key is set for ${PROVIDER_NAMES[provider] ?? provider}${provider === 'openai' ? ' (a local OpenAI-compatible server needs reverie.baseUrl instead)' : ''}`);
+  // REVERIE_MAX_OUTPUT_TOKENS is reverie.maxOutputTokens here; the key is no setting at all
+  text = text.replace(/\b(?:REVERIE|OPENAI|ANTHROPIC)_API_KEY\b/g, 'the API key (Set API Key)');
+  text = text.replace(/\bREVERIE_([A-Z][A-Z0-9_]*)\b/g, (_all, name: string) =>
+    `reverie.${name.toLowerCase().replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())}`);
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -76,10 +80,10 @@ export async function showProblem(level: 'error' | 'warning' | 'info', message: 
   if (recent.size > 50) {
     recent.delete(recent.keys().next().value as string);
   }
-  const actions = [...new Set([...extra, ...actionsFor(message)])];
+  const actions = [...new Set([...extra, ...actionsFor(`${message} ${text}`)])];
   const show = level === 'error' ? vscode.window.showErrorMessage : level === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
   const choice = await show(text, ...actions);
-  await runAction(choice, message, log);
+  await runAction(choice, text, log);
   return choice;
 }
 

@@ -163,11 +163,12 @@ export class ReverieStatusBar implements vscode.Disposable {
         session_gate: `waits for more sessions (${g.sessionsSince ?? 0} so far, reverie.dreamMinSessions)`,
         lock_busy: 'another process holds the lock',
         disabled: 'automatic dreams are off (reverie.dreamEnabled)',
+        scan_throttle: 'sessions were counted a moment ago; they are counted again shortly (reverie.dreamScanIntervalSeconds)',
       };
-      tooltip.appendMarkdown(`Automatic dream: ${why[g.nextGate] ?? g.nextGate}\n\n`);
+      tooltip.appendMarkdown(`Automatic dream: ${why[g.nextGate] ?? g.nextGate.replace(/_/g, ' ')}\n\n`);
     }
     if (this.lastSkip) {
-      tooltip.appendMarkdown(`Last automatic dream skipped: ${this.lastSkip}\n\n`);
+      tooltip.appendMarkdown(`Last dream did not run: ${this.lastSkip}\n\n`);
     }
     tooltip.appendMarkdown(`Connected agents: ${this.agents || 'none (Reverie: Connect Agent…)'}\n\n`);
     if (this.spend) {
