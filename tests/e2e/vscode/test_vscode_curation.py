@@ -468,6 +468,8 @@ def test_choose_model_provider_walks_provider_model_key_and_test(
             ready = page.locator(".notification-toast", has_text="Reverie is ready")
             try:
                 expect(ready.first).to_be_visible(timeout=90_000)
+                ready.first.hover()
+                page.wait_for_timeout(1_000)  # the toast's slide-in
             finally:
                 shot(page, artifacts, "21c-provider-ready")
             # the test reached the model just chosen, not the one configured before

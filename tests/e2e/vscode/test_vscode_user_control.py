@@ -369,9 +369,28 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
         page.wait_for_timeout(800)
         shot(page, artifacts, "17b-review-diff")
         assert page.locator(".tabs-container .tab.dirty").count() == 0
-        page.keyboard.press("Enter")  # every file ticked: accept all
+        # accept some: untick one file the dream only changed (not the index, not a new file)
+        rows = picker.locator(".monaco-list-row")
+        labels = [(r.locator(".label-name").first.inner_text(), r.inner_text())
+                  for r in rows.all()]
+        left_out = next((name for name, text in labels if name != "MEMORY.md"
+                         and "changed" in text and "mix format" not in text), None)
+        total = len(labels)
+        if left_out is not None:
+            rows.filter(has_text=left_out).first.locator(
+                ".quick-input-list-checkbox, input[type=checkbox]").first.click()
+            page.wait_for_timeout(300)
+        page.keyboard.press("Enter")
         accepted = page.locator(".notification-toast", has_text="Accepted")
         expect(accepted.first).to_be_visible(timeout=30_000)
+        message = accepted.first.inner_text()
+        if left_out is not None:
+            assert f"Accepted {total - 1} of {total} staged files" in message, message
+            assert f"discarded {left_out}" in message, message
+            assert (memory / left_out).read_bytes() == before[left_out]
+        else:
+            assert f"Accepted {total} of {total}" in message, message
+        shot(page, artifacts, "17c-review-accepted")
     finally:
         machine.write_text(original)
     after = "".join(p.read_text() for p in memory.glob("*.md"))
