@@ -77,7 +77,8 @@ def code_server(
         yield server
 
 
-def reverie(code_server: Any, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def reverie(code_server: Any, *args: str,
+            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI as the person (or an agent's hook) runs it, on the editor's data dir."""
     env = {**os.environ, **code_server.workspace.env()}
     return subprocess.run([sys.executable, "-m", "reverie", *args], input=stdin, env=env,
