@@ -62,9 +62,11 @@ export async function discard(ctx: CommandContext, review: StagedReview): Promis
 /** An agent's proposal: the diff, then Accept / Discard in a notification (no modal). */
 async function decideProposal(ctx: CommandContext, review: StagedReview): Promise<void> {
   await showDiff(ctx, review);
-  const choice = await vscode.window.showInformationMessage(
-    `${proposer(review)} proposes: ${review.summary.replace(/\.$/, '')}. Reason: ${reasonOf(review)}`,
-    'Accept', 'Discard');
+  const text = `${proposer(review)} proposes: ${review.summary.replace(/\.$/, '')}. Reason: ${reasonOf(review)}`;
+  // a rule every agent would obey that runs code from the network (say): a warning to read it
+  const choice = review.hazard
+    ? await vscode.window.showWarningMessage(`${text}. Careful: the new text ${review.hazard}; accept it only if you would write this rule yourself.`, 'Accept', 'Discard')
+    : await vscode.window.showInformationMessage(text, 'Accept', 'Discard');
   if (choice === 'Accept') {
     await acceptAll(ctx, review);
   } else if (choice === 'Discard') {
@@ -186,7 +188,8 @@ export class ProposalWatcher implements vscode.Disposable {
       this.announced.add(review.reviewId);
       const choice = await vscode.window.showInformationMessage(
         `${proposer(review)} proposes a change to memory: ${review.summary.replace(/\.$/, '')}. Reason: ${reasonOf(review)}. Nothing changes until you accept.`,
-        'Review…', 'Accept', 'Discard');
+        // no one-click Accept for a text that needs a careful read
+        'Review…', ...(review.hazard ? [] : ['Accept']), 'Discard');
       if (choice === 'Review…') {
         await reviewChanges(this.ctx, review.reviewId);
       } else if (choice === 'Accept') {

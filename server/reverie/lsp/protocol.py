@@ -496,6 +496,8 @@ class StagedReview(Wire):
     source: str
     summary: str
     proposed_by: str | None = None
+    #: the proposed text needs a careful read (``reverie.hazards``): no one-click accept
+    hazard: str | None = None
     sessions: list[str] = Field(default_factory=list)
     changes: list[ReviewChange] = Field(default_factory=list)
 

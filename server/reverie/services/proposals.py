@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reverie.errors import UserError
+from reverie.hazards import hazard_of
 from reverie.services.curation import (
     Action,
     apply_to,
@@ -101,12 +102,16 @@ async def propose_change(memory_dir: Path, action: Action, query: str, *, reason
         if not changes:
             raise UserError("that change would leave the memory as it is")
         who = agent or "an agent"
+        # memory is loaded by every agent: a proposed rule that runs code from the network,
+        # deletes outside the project or sends credentials is flagged for a careful read
+        hazard = hazard_of(new_text) if action == "edit" and new_text else None
         for change in changes:
-            change.reason = f"{who}: {why}"
+            change.reason = f"{who}: {why}" + (f" (careful: the new text {hazard})"
+                                               if hazard else "")
             change.sessions = [session_id] if session_id else []
         review = Review(
             review_id=review_id, memory_dir=str(memory_dir), created_at=datetime.now(UTC),
-            source="agent", summary=summary, proposed_by=agent,
+            source="agent", summary=summary, proposed_by=agent, hazard=hazard,
             sessions=[session_id] if session_id else [], changes=changes)
         await asyncio.to_thread(publish_review, staging, review)
     except BaseException:

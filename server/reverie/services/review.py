@@ -58,6 +58,9 @@ class Review(BaseModel):
     summary: str
     #: the agent that proposed it (``agent`` change sets only)
     proposed_by: str | None = None
+    #: why the proposed text needs a careful read before it is accepted (``reverie.hazards``:
+    #: "runs code from the network", ...); the editor then offers no one-click Accept
+    hazard: str | None = None
     sessions: list[str] = Field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0

@@ -630,6 +630,7 @@ export interface StagedReview {
   source: string;
   summary: string;
   proposedBy: string | null;
+  hazard: string | null;
   sessions: string[];
   changes: ReviewChange[];
 }
