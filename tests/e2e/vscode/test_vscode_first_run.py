@@ -7,9 +7,12 @@ gets the walkthrough offered once, and neither a server restart nor a reload off
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,8 +32,14 @@ run_command = workbench.run_command
 def code_server(
     tools: Tools, editors: ModuleType, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
-    """A folder with one agent session and the gates set so that it is enough for a dream."""
+    """A folder with an earlier agent session besides the current one, and the gates set so
+    that one finished session is enough for a dream."""
     ws = editors.make_agent_workspace(tmp_path_factory.mktemp("vscode-first-run"))
+    earlier_id = "0e0e0e0e-0000-4000-8000-000000000001"
+    earlier = ws.transcript.with_name(f"{earlier_id}.jsonl")
+    earlier.write_text(ws.transcript.read_text().replace(ws.session_id, earlier_id))
+    day_ago = time.time() - 86_400
+    os.utime(earlier, (day_ago, day_ago))
     with launched_code_server(tools, editors, ws) as server:
         settings = server.user_data / "User" / "settings.json"
         settings.write_text(json.dumps({
@@ -54,6 +63,16 @@ def _first_dream(page: Any, code_server: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
 
     memory = workbench.memory_dir_of(code_server)
+    expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=90_000)
+    # the agent's current session goes on (the gates are checked as its transcript grows)
+    ws = code_server.workspace
+    records = [json.loads(line) for line in ws.transcript.read_text().splitlines() if line]
+    last = next(r for r in reversed(records) if r.get("type") == "user")
+    note = {**last, "uuid": str(uuid.uuid4()), "parentUuid": records[-1].get("uuid"),
+            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "message": {"role": "user", "content": "Now add a test for the parser."}}
+    with ws.transcript.open("a") as out:
+        out.write(json.dumps(note) + "\n")
     centre_text = ""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # nobody asked: the gates start it
@@ -63,9 +82,9 @@ def _first_dream(page: Any, code_server: Any, artifacts: Path) -> None:
             break
         time.sleep(3)
     try:
-        assert "built your first memory from 1 session" in centre_text, (
+        assert re.search(r"built your first memory from [12] session", centre_text), (
             f"{centre_text}{workbench.failure_context(code_server)}")
-        assert "building your first memory from 1 session" in centre_text
+        assert re.search(r"building your first memory from [12] session", centre_text)
         assert "an automatic dream" in centre_text
         building = page.locator(".notification-list-item", has_text="building your first memory")
         expect(building.first.locator(".monaco-button", has_text="Turn Off Automatic Dreams")

@@ -308,12 +308,11 @@ def test_gate_hint_is_a_codelens_and_a_broken_link_has_a_quick_fix(
     run_command(page, "Go to Line/Column...")
     page.keyboard.type(f"{line}:20")
     page.keyboard.press("Enter")
-    page.keyboard.press("Control+.")
     fix = page.locator(".action-widget, .context-view").filter(
         has_text="Change the link to deploy.md"
     )
     try:
-        expect(fix.first).to_be_visible(timeout=20_000)
+        workbench.code_actions(page, fix.first)
     finally:
         shot(page, artifacts, "15c-quick-fix")
     page.keyboard.press("Enter")  # the preferred fix is the one focused
@@ -377,8 +376,7 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
                          and "changed" in text and "mix format" not in text), None)
         total = len(labels)
         if left_out is not None:
-            rows.filter(has_text=left_out).first.locator(
-                ".quick-input-list-checkbox, input[type=checkbox]").first.click()
+            rows.filter(has_text=left_out).first.locator(".monaco-checkbox").first.click()
             page.wait_for_timeout(300)
         page.keyboard.press("Enter")
         accepted = page.locator(".notification-toast", has_text="Accepted")

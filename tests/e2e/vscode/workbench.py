@@ -153,3 +153,20 @@ def the_server(code_server: Any, timeout: float = 60) -> Any:
             assert len(servers) == 1, f"{servers}{failure_context(code_server)}"
             return servers[0]
         time.sleep(0.5)
+
+
+def code_actions(page: Any, wanted: Any, attempts: int = 4) -> None:
+    """Ctrl+. until ``wanted`` (a locator in the action widget) shows: the first request right
+    after the editor moved can come back empty ("No code actions available")."""
+    from playwright.sync_api import expect
+
+    for attempt in range(1, attempts + 1):
+        page.keyboard.press("Control+.")
+        try:
+            expect(wanted).to_be_visible(timeout=5_000 if attempt < attempts else 20_000)
+            return
+        except AssertionError:
+            if attempt == attempts:
+                raise
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(1_000)
