@@ -6,30 +6,26 @@ sent (the text, when, for which session; an empty text: nothing was relevant) to
 per session under the project's data dir, ``<project>/given/<kind>/<session>.json``, at most
 ``KEEP`` per kind. The editor's "what the agent was given" view reads them back.
 
-Imported on the prompt hook's path: standard library only. Never raises from ``record_given``:
-a hook must not fail over its own bookkeeping.
+Imported on the prompt hook's path: only modules that path loads anyway (no ``logging``, no
+``dataclasses``: 70 ms of a 200 ms hook). Never raises from ``record_given``: a hook must not
+fail, or print, over its own bookkeeping.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-logger = logging.getLogger(__name__)
+from typing import Literal, NamedTuple
 
 GivenKind = Literal["session-start", "prompt"]
 KEEP = 50
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 
 
-@dataclass(frozen=True, slots=True)
-class GivenRecord:
+class GivenRecord(NamedTuple):
     kind: GivenKind
     session_id: str | None
     at: datetime
@@ -55,8 +51,8 @@ def record_given(project_root: Path, kind: GivenKind, session_id: str | None,
             out.write(payload)
         os.replace(tmp, folder / f"{name}.json")
         _prune(folder)
-    except OSError as exc:
-        logger.debug("could not keep what the %s hook sent: %s", kind, exc)
+    except OSError:  # a full disk or a read-only data dir: the view shows the last one kept
+        return
 
 
 def _prune(folder: Path) -> None:
