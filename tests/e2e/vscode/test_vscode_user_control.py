@@ -127,6 +127,8 @@ def test_model_test_offline_says_there_is_nothing_to_test(
     expect(toast.first.locator(".monaco-button", has_text="Choose Provider")).to_be_visible()
     assert "Latency" not in toast.first.inner_text()
     assert page.locator(".monaco-dialog-box").count() == 0
+    toast.first.hover()
+    page.wait_for_timeout(1_000)  # the toast's slide-in, the test's progress fading out
     shot(page, artifacts, "14-model-test-offline")
     run_command(page, "Notifications: Clear All Notifications")
 
@@ -166,6 +168,10 @@ def test_first_dream_is_explained_and_a_dream_with_nothing_new_says_so(
     nothing = centre.locator(".notification-list-item", has_text="found nothing new to remember")
     try:
         expect(nothing.first).to_be_visible(timeout=90_000)
+        # the job's progress closes once it has ended (after its fade)
+        expect(page.locator(".notification-list-item", has_text="validating and applying")
+               ).to_have_count(0, timeout=10_000)
+        page.wait_for_timeout(800)
     finally:
         shot(page, artifacts, "13b-nothing-new")
     assert {p.name: p.read_bytes() for p in memory.glob("*.md")} == before
@@ -382,6 +388,14 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
         accepted = page.locator(".notification-toast", has_text="Accepted")
         expect(accepted.first).to_be_visible(timeout=30_000)
         message = accepted.first.inner_text()
+        # nothing waits any more: the Memory view's pending node is gone
+        run_command(page, "Reverie: Focus on Memory View")
+        expect(page.locator(".pane", has=page.locator(".pane-header", has_text="Memory"))
+               .locator(".monaco-list-row", has_text="waits for you")).to_have_count(
+                   0, timeout=20_000)
+        if accepted.count():
+            accepted.first.hover()
+        page.wait_for_timeout(800)
         if left_out is not None:
             assert f"Accepted {total - 1} of {total} staged files" in message, message
             assert f"discarded {left_out}" in message, message
