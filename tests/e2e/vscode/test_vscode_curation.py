@@ -286,12 +286,12 @@ def test_an_agents_proposal_waits_for_the_person_and_lands_when_accepted(
         for action in ("Review…", "Accept", "Discard"):
             expect(offer.first.locator(".monaco-button", has_text=action)).to_be_visible()
     finally:
-        shot(page, artifacts, "18-agent-proposal")
+        shot(page, artifacts, "22-agent-proposal")
     view = _memory_view(page)
     waiting = view.locator(".monaco-list-row", has_text="1 change waits for you").first
     expect(waiting).to_be_visible(timeout=30_000)
     expect(view.locator(".monaco-list-row", has_text="Claude Code: forget").first).to_be_visible()
-    shot(page, artifacts, "18b-proposal-in-memory-view")
+    shot(page, artifacts, "22b-proposal-in-memory-view")
     offer = page.locator(".notification-toast", has_text="Claude Code proposes a change")
     if not offer.count():  # the toast may have timed out into the centre
         workbench.notification_centre(page)
@@ -302,7 +302,7 @@ def test_an_agents_proposal_waits_for_the_person_and_lands_when_accepted(
     decide = page.locator(".notification-toast", has_text="Claude Code proposes: forget")
     expect(decide.first).to_be_visible(timeout=30_000)
     page.wait_for_timeout(800)
-    shot(page, artifacts, "18c-proposal-diff")
+    shot(page, artifacts, "22c-proposal-diff")
     assert page.locator(".tabs-container .tab.dirty").count() == 0
     assert not RUN_ID.search(tab.first.inner_text())
     decide.first.locator(".monaco-button", has_text="Accept").click()
@@ -310,7 +310,7 @@ def test_an_agents_proposal_waits_for_the_person_and_lands_when_accepted(
     expect(accepted.first).to_be_visible(timeout=30_000)
     assert "elixir:1.16" not in (memory / "build-and-test.md").read_text()
     expect(_history_row(page, "accepted proposal ·")).to_be_visible(timeout=30_000)
-    shot(page, artifacts, "18d-proposal-accepted")
+    shot(page, artifacts, "22d-proposal-accepted")
     assert MemoryHistory(memory).runs()[0].source == "curate"
     listed = reverie(code_server, "review", "--workspace", str(code_server.workspace.workspace),
                      "--json")
@@ -357,7 +357,7 @@ def test_what_each_agent_loads_with_token_sizes(
     expect(tab.first).to_be_visible(timeout=30_000)
     text = _frame_text(page, "What your agents load")
     page.wait_for_timeout(800)
-    shot(page, artifacts, "19-agent-context")
+    shot(page, artifacts, "23-agent-context")
     assert "Claude Code (personal)" in text and "tokens at every session start" in text
     assert "CLAUDE.local.md (Reverie's managed block)" in text
     assert "MEMORY.md (brought in by the block's @import)" in text
