@@ -25,10 +25,10 @@ EDITOR_AGENTS: tuple[AgentName, ...] = (
 #: an agent Reverie can connect (``reverie connect NAME``, the connections ledger): the
 #: spelling users type, where Gemini CLI is ``gemini``. A contract kept as it shipped.
 ConnectableAgent = Literal["claude-code", "codex", "gemini", "aider",
-                           "copilot-chat", "cline", "roo-code", "continue"]
+                           "copilot-chat", "cline", "roo-code", "kilo-code", "continue"]
 CONNECTABLE_AGENTS: tuple[ConnectableAgent, ...] = ("claude-code", "codex", "gemini", "aider",
                                                     "copilot-chat", "cline", "roo-code",
-                                                    "continue")
+                                                    "kilo-code", "continue")
 
 
 def connectable_name(agent: str) -> str:

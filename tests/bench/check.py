@@ -152,9 +152,11 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return elapsed, cpu, done.stdout
 
 
-def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int) -> tuple[list[float],
-                                                                                   list[float]]:
-    """Dream durations with validation and with a no-op in its place, interleaved."""
+def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int,
+                 cpu: dict[str, list[float]] | None = None) -> tuple[list[float], list[float]]:
+    """Dream durations with validation and with a no-op in its place, interleaved (and, into
+    ``cpu``, the process CPU time of each: the engine runs in a thread of this process, so it
+    is counted; on a loaded machine CPU time says what wall time cannot)."""
     import reverie.dream.runner as runner_module
     from reverie.anchors.retire import MaintainResult, maintain_memory
     from reverie.config import Settings
@@ -172,8 +174,11 @@ def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int) -> tupl
             shutil.copytree(memory, copy)
             settings = Settings(data_dir=data, agent_home=home, memory_dir=copy)
             runner_module.maintain_memory = func  # type: ignore[assignment]
+            used = time.process_time()
             result = asyncio.run(DreamRunner(settings).run(
                 DreamRequest(workspace=workspace, manual=True)))
+            if cpu is not None:
+                cpu.setdefault(label, []).append(time.process_time() - used)
             if result.error:
                 raise SystemExit(f"dream failed: {result.error}")
             (with_check if label == "with" else without).append(result.duration_ms / 1000)
@@ -236,12 +241,18 @@ def main() -> int:
         home = base / "home"
         home.mkdir()
         install_samples(home, workspace)
-        with_check, without = dream_rounds(workspace, recorded, home, args.rounds)
+        dream_cpu: dict[str, list[float]] = {}
+        with_check, without = dream_rounds(workspace, recorded, home, args.rounds, dream_cpu)
         plain = statistics.median(without)
         added = statistics.median(with_check) - plain
         print(f"dream without validation: {plain:.2f} s; with: "
               f"{statistics.median(with_check):.2f} s; validation adds {added:.2f} s "
               f"({added / plain:.0%})")
+        plain_cpu = statistics.median(dream_cpu["without"])
+        added_cpu = statistics.median(dream_cpu["with"]) - plain_cpu
+        print(f"dream CPU without validation: {plain_cpu:.2f} s; with: "
+              f"{statistics.median(dream_cpu['with']):.2f} s; validation adds "
+              f"{added_cpu:.2f} s CPU ({added_cpu / plain_cpu:.0%})")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

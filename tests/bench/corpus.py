@@ -122,7 +122,10 @@ def run(root: Path, check_tail: bool = True, scratch_dir: Path | None = None) ->
                 row.skipped += reader.stats.skipped
                 row.ignored += reader.stats.ignored
                 if check_tail and path.suffix != ".json":
-                    scratch = scratch_root / f"corpus-tail{path.suffix}"
+                    # the same last folders as the file: some formats are told apart by them
+                    # (the Copilot extension's event log is a log in ``transcripts/``)
+                    scratch = scratch_root / "corpus-tail" / Path(*path.parts[-3:])
+                    scratch.parent.mkdir(parents=True, exist_ok=True)
                     try:
                         live = _tail_messages(path, agent, scratch)
                     finally:

@@ -13,6 +13,7 @@ Run:
   .venv/bin/python tests/bench/quality.py --llm           # + the model-backed paths (fake LLM)
   .venv/bin/python tests/bench/quality.py --real          # the real-session rubric grades
   .venv/bin/python tests/bench/quality.py --real --details
+  .venv/bin/python tests/bench/quality.py --real --project m-gemini
   .venv/bin/python tests/bench/quality.py --real --llm    # with the endpoint in REVERIE_* env
 (``--keep DIR`` leaves the agent homes, notes and memory dirs there to read.)
 
@@ -34,7 +35,7 @@ if __name__ == "__main__" and not __package__:
     # under pytest (pythonpath in pyproject.toml), so `support` and `bench` import alike
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from eval.eval_harness import PATHS, PathResult, pool, project_names, run_all
+from eval.eval_harness import PATHS, REAL_FIXTURES, PathResult, pool, project_names, run_all
 
 
 def _pct(value: float | None) -> str:
@@ -92,7 +93,9 @@ def as_json(results: Sequence[PathResult]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", action="append", choices=project_names())
+    parser.add_argument("--project", action="append",
+                        choices=sorted({*project_names(), *project_names(REAL_FIXTURES)}),
+                        help="a synthetic project, or with --real a real one")
     parser.add_argument("--path", action="append", choices=PATHS)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--details", action="store_true")
@@ -105,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="grade the real public sessions (tests/fixtures/real) by the rubric")
     args = parser.parse_args(argv)
     keep = args.keep.resolve() if args.keep else None
+    known = project_names(REAL_FIXTURES) if args.real else project_names()
+    if args.project and set(args.project) - set(known):
+        parser.error(f"--project: not a {'real' if args.real else 'synthetic'} project: "
+                     + ", ".join(sorted(set(args.project) - set(known))))
     if args.real:
         return _real(args, keep)
     results = run_all(args.project, paths=tuple(args.path or PATHS), subprocess=args.subprocess,
@@ -143,7 +150,7 @@ def _real(args: argparse.Namespace, keep: Path | None) -> int:
             print("--real --llm: no model endpoint is set (REVERIE_PROVIDER, REVERIE_MODEL, "
                   "REVERIE_BASE_URL, REVERIE_API_KEY; docs/llm.md): nothing run")
             return 2
-    grades = grade_all(keep=keep, extra_env=extra)
+    grades = grade_all(args.project, keep=keep, extra_env=extra)
     if args.json:
         notes, memory = means(grades)
         print(json.dumps({"notes_mean": notes, "memory_mean": memory,

@@ -132,19 +132,19 @@ def means(grades: list[ProjectGrades]) -> tuple[float | None, float | None]:
 
 
 def real_table(grades: list[ProjectGrades], details: bool = False) -> str:
-    rows = [f"{'project':<12} {'sessions':>8} {'agents':<20} {'notes':>6} {'min':>5} "
+    rows = [f"{'project':<16} {'sessions':>8} {'agents':<20} {'notes':>6} {'min':>5} "
             f"{'memory':>6} {'wrong':>5}"]
     rows.append("-" * len(rows[0]))
     for p in grades:
         values = list(p.notes.values())
         mean = sum(values) / len(values) if values else 0.0
-        rows.append(f"{p.project:<12} {len(values):>8} {','.join(sorted(p.agents)):<20} "
+        rows.append(f"{p.project:<16} {len(values):>8} {','.join(sorted(p.agents)):<20} "
                     f"{mean:6.2f} {min(values, default=0):5.2f} "
                     f"{p.memory if p.memory is not None else 0:6.2f} {p.wrong:>5}")
     notes, memory = means(grades)
     sessions = sum(len(p.notes) for p in grades)
     agents = {a for p in grades for a in p.agents}
-    rows.append(f"{'ALL':<12} {sessions:>8} {len(agents):<20} {notes or 0:6.2f} {'':>5} "
+    rows.append(f"{'ALL':<16} {sessions:>8} {len(agents):<20} {notes or 0:6.2f} {'':>5} "
                 f"{memory or 0:6.2f} {sum(p.wrong for p in grades):>5}")
     rows.append(f"goals: notes >= {NOTES_GOAL}, memory >= {MEMORY_GOAL}, wrong = 0")
     if details:

@@ -101,6 +101,10 @@ export class ReverieServer implements vscode.Disposable {
   /** Takes diagnostics the editor shows otherwise (the dream-gate hint becomes a CodeLens). */
   diagnosticsFilter: ((uri: vscode.Uri, diagnostics: vscode.Diagnostic[]) => vscode.Diagnostic[]) | undefined;
 
+  /** Called after a server command the editor ran on its own (a code action's command, such as
+   * retiring a stale fact) has finished, so views that list memory runs can refresh. */
+  afterCommand: ((command: string) => void) | undefined;
+
   /** The last start failed because no usable Python was found (the welcome view says so). */
   pythonMissing = false;
 
@@ -265,6 +269,13 @@ export class ReverieServer implements vscode.Disposable {
       middleware: {
         handleDiagnostics: (uri, diagnostics, next) => {
           next(uri, this.diagnosticsFilter ? this.diagnosticsFilter(uri, diagnostics) : diagnostics);
+        },
+        executeCommand: async (command, args, next) => {
+          try {
+            return (await next(command, args)) as unknown;
+          } finally {
+            this.afterCommand?.(command);
+          }
         },
         workspace: {
           // Answer pulls with the explicit settings only, so defaults never mask REVERIE_* vars.

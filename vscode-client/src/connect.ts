@@ -20,6 +20,7 @@ const AGENT_NAMES: Record<string, string> = {
   'copilot-chat': 'GitHub Copilot Chat',
   cline: 'Cline',
   'roo-code': 'Roo Code',
+  'kilo-code': 'Kilo Code',
   continue: 'Continue',
 };
 const OFFER_KEY = 'reverie.connectOffer.';

@@ -36,6 +36,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const notes = new NotesFileSystem();
   const gates = new GateLenses();
   server.diagnosticsFilter = (uri, diagnostics) => gates.take(uri, diagnostics);
+  // a stale fact retired or kept from its quick fix is a recorded run: History lists it
+  server.afterCommand = (command) => {
+    if (command === ServerCommands.retireFact || command === ServerCommands.keepFact) {
+      sidebar.refresh();
+    }
+  };
   let memoryDir: string | undefined;
   const flags = { running: false };
   const current = server;

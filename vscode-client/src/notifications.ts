@@ -116,6 +116,8 @@ export function attachNotificationHandlers(client: LanguageClient, ctx: CommandC
   client.onNotification(Notifications.sessionNotesUpdated, (event: SessionNotesUpdated) => {
     if (event.edited) {
       vscode.window.setStatusBarMessage('$(notebook) Reverie updated the session notes', 4000);
+      // the Sessions view shows which sessions have notes (and a new session with them)
+      ctx.refreshViews();
     }
   });
   client.onNotification(Notifications.jobEvent, (event: JobEventPayload) => {

@@ -23,7 +23,7 @@ export function runKind(run: HistoryRun, runs: readonly HistoryRun[] = []): stri
     if (run.summary.startsWith('accepted: ')) {
       return 'accepted proposal';
     }
-    const verb = /^(forget|pin|unpin|edit|move)\b/.exec(run.summary)?.[1];
+    const verb = /^(forget|pin|unpin|edit|move|retire|keep)\b/.exec(run.summary)?.[1];
     return verb ?? SOURCE_WORDS.curate;
   }
   return SOURCE_WORDS[run.source] ?? run.source;

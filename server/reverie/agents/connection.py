@@ -14,27 +14,35 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import logging
 import os
-import stat
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reverie.agents.blocks import BlockError, CommentStyle, find_block, remove_block, upsert_block
+from reverie.agents.changes import (
+    Change,
+    ConnectError,
+    apply_changes,
+    check_writable,
+    missing_dirs,
+    read_exact,
+)
 from reverie.agents.edits import (
     EditError,
+    has_flat_hooks,
     has_json_hooks,
     has_json_mcp,
     has_yaml_read,
     is_empty_json,
     missing_depth,
+    remove_flat_hooks,
     remove_json_hooks,
     remove_json_mcp,
     remove_yaml_read,
+    set_flat_hooks,
     set_json_hooks,
     set_json_mcp,
     set_yaml_read,
@@ -50,38 +58,15 @@ from reverie.agents.results import (
     FileState,
 )
 from reverie.agents.shared import SharedFiles, connection_lock
-from reverie.agents.specs import MCP_SERVER_NAME, Plan, PlannedEdit, plan
+from reverie.agents.specs import Plan, PlannedEdit, plan
 from reverie.config import ProjectPaths, Settings
-from reverie.errors import UserError
-from reverie.fsutil import atomic_write_bytes
 from reverie.types import CONNECTABLE_AGENTS as AGENTS
 from reverie.types import ConnectableAgent, connectable_name
 
+__all__ = ["ConnectError", "agents_of", "check_agent", "check_workspace", "connect",
+           "connections", "disconnect"]
+
 logger = logging.getLogger(__name__)
-
-
-class ConnectError(UserError):
-    """A one-line reason why nothing was written (the front ends show it as a refusal)."""
-
-
-@dataclass(slots=True)
-class _Change:
-    record: FileRecord
-    before: str | None
-    after: str | None  # None: delete the file
-    #: for files the agent itself rewrites while it runs (Claude Code's ~/.claude.json): the
-    #: same edit made again on the text found just before writing, so its writes survive
-    redo: Callable[[str | None], str | None] | None = None
-    #: with ``redo``: the opposite edit, to put such a file back after a failure
-    undo: Callable[[str | None], str | None] | None = None
-
-    @property
-    def path(self) -> Path:
-        return Path(self.record.path)
-
-    @property
-    def changed(self) -> bool:
-        return self.before != self.after
 
 
 def check_agent(agent: str) -> ConnectableAgent:
@@ -102,50 +87,6 @@ def _style(record: FileRecord) -> CommentStyle:
     return "hash" if record.role == "exclude" or record.kind == "yaml-read" else "html"
 
 
-def _read(path: Path) -> str | None:
-    """The file's text exactly (no newline translation), None when it does not exist."""
-    if path.is_symlink():
-        raise ConnectError(
-            f"{path} is a symbolic link (to {os.readlink(path)}); Reverie does not edit "
-            "through links, whose target other tools may share: replace the link with a "
-            "file or use the other --scope"
-        )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ConnectError(f"{path} is a directory, not a file") from None
-    except OSError as exc:
-        raise ConnectError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConnectError(f"{path} is not UTF-8 text; nothing was written") from None
-
-
-def _check_writable(path: Path, exists: bool) -> None:
-    if exists:
-        mode = path.stat().st_mode
-        if not mode & stat.S_IWUSR or not os.access(path, os.W_OK):
-            raise ConnectError(f"{path} is read-only; nothing was written")
-        return
-    probe = path.parent
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not os.access(probe, os.W_OK):
-        raise ConnectError(f"cannot create {path}: {probe} is not writable; nothing was written")
-
-
-def _missing_dirs(path: Path) -> list[str]:
-    missing = []
-    probe = path.parent
-    while not probe.exists() and probe.parent != probe:
-        missing.append(str(probe))
-        probe = probe.parent
-    return missing  # deepest first
-
-
 def _has_secret(text: str) -> bool:
     from reverie.redact import redact
 
@@ -160,11 +101,12 @@ def _sha(text: str) -> str:
 
 
 def connect(agent: str, workspace: Path, scope: str, settings: Settings,
-            dry_run: bool = False) -> ConnectResult:
+            dry_run: bool = False, user_dirs: Sequence[Path] | None = None) -> ConnectResult:
     """Wire ``agent`` to the workspace's memory (idempotent: twice is once), under the
-    machine-wide connection lock (``agents.shared``)."""
+    machine-wide connection lock (``agents.shared``). ``user_dirs``: the VS Code ``User``
+    folders of the editor that asked (where the editor's agents are connected)."""
     with connection_lock(settings):
-        return _connect(agent, workspace, scope, settings, dry_run)
+        return _connect(agent, workspace, scope, settings, dry_run, user_dirs)
 
 
 def _owner(agent: str, ws: Path) -> str:
@@ -172,13 +114,13 @@ def _owner(agent: str, ws: Path) -> str:
 
 
 def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
-             dry_run: bool) -> ConnectResult:
+             dry_run: bool, user_dirs: Sequence[Path] | None) -> ConnectResult:
     name = check_agent(agent)
     if scope not in ("personal", "project"):
         raise ConnectError(f"unknown scope '{scope}' (personal or project)")
     scope_: Scope = "personal" if scope == "personal" else "project"
     ws = check_workspace(workspace)
-    the_plan = plan(name, ws, scope_, settings)
+    the_plan = plan(name, ws, scope_, settings, user_dirs)
     ledger = load_ledger(the_plan.memory_dir)
     previous = ledger.find(name, ws)
     if previous is not None and previous.scope != scope_:
@@ -197,13 +139,19 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     result = _result(name, ws, the_plan, changes, dry_run, notes)
     if dry_run or (not result.changed and previous is not None):
         return result
-    _apply(changes)
+    apply_changes(changes)
     registry = SharedFiles(settings)
     for change in changes:
         if change.after is not None:
             change.record.written_sha256 = _sha(change.after)
-        if change.record.kind == "json-hooks" and not _inside(change.path, ws):
-            registry.add(change.path, _owner(name, ws))  # a file other workspaces may share
+        key = _shared_key(change.record)
+        if key and not _inside(change.path, ws):
+            # a file (or an entry in one) other workspaces may share: what it was before the
+            # first of them wrote to it is what the last disconnect puts back
+            if not registry.file_users(change.path) and (
+                    change.before is None or not _has_secret(change.before)):
+                registry.keep_original(change.path, change.before)
+            registry.add(Path(key), _owner(name, ws))
     ledger.put(Connection(
         agent=name, workspace=str(ws), scope=scope_, mode=the_plan.mode,
         memory_dir=str(the_plan.memory_dir), connected_at=datetime.now(UTC),
@@ -216,6 +164,16 @@ def _connect(agent: str, workspace: Path, scope: str, settings: Settings,
     ))
     save_ledger(the_plan.memory_dir, ledger)
     return result
+
+
+def _shared_key(record: FileRecord) -> str:
+    """What several workspaces' connections may share in ``record``'s file: the hooks (the same
+    commands for every workspace), an MCP server entry by its name; "" for the rest."""
+    if record.kind in ("json-hooks", "json-hooks-flat"):
+        return record.path
+    if record.kind == "json-mcp":
+        return f"{record.path}#{'/'.join([*record.json_path, record.mcp_name])}"
+    return ""
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -248,21 +206,22 @@ def _with_exclude(the_plan: Plan, ws: Path) -> list[PlannedEdit]:
     return edits
 
 
-def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
-    before = _read(edit.path)
-    _check_writable(edit.path, before is not None)
+def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> Change:
+    before = read_exact(edit.path)
+    check_writable(edit.path, before is not None)
     record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
                         block_id=edit.block_id)
     if old is not None:  # keep what the first connect recorded
         record = old.model_copy(update={"role": edit.role, "kind": edit.kind})
     else:
         record.created = before is None
-        record.created_dirs = _missing_dirs(edit.path) if before is None else []
+        record.created_dirs = missing_dirs(edit.path) if before is None else []
         if edit.kind == "json-mcp":
             record.json_path = list(edit.json_path)
+            record.mcp_name = edit.mcp_name
             record.json_created_from = (0 if before is None
                                         else missing_depth(before, edit.json_path))
-        if edit.kind in ("json-hooks", "json-mcp") and before is not None \
+        if edit.kind in ("json-hooks", "json-hooks-flat", "json-mcp") and before is not None \
                 and not _has_secret(before) and edit.path.name != ".claude.json":
             # (Claude Code's own state file changes all the time and holds its history: never
             # copied, always restored structurally)
@@ -277,6 +236,8 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
             after, sep = upsert_block(text, edit.block_id, edit.body, edit.style)
         elif edit.kind == "json-hooks":
             after, sep = set_json_hooks(text, edit.hooks, edit.path.name), None
+        elif edit.kind == "json-hooks-flat":
+            after, sep = set_flat_hooks(text, edit.hooks, edit.path.name), None
         elif edit.kind == "json-mcp":
             after, sep = set_json_mcp(text, edit.json_path, edit.mcp_name, edit.mcp_server,
                                       edit.path.name), None
@@ -288,56 +249,58 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None) -> _Change:
             def undo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                return remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                return remove_json_mcp(current, record.json_path, record.mcp_name,
                                        Path(record.path).name, record.json_created_from)
 
             if old is None or sep:
                 record.separator = sep
-            return _Change(record, before, after, redo, undo)
+            return Change(record, before, after, redo, undo)
         else:
             after, sep = set_yaml_read(text, edit.block_id, edit.read_path, edit.path.name)
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{edit.path}: {exc}") from None
     if old is None or sep:  # a block added now (again): what goes with it is this separator
         record.separator = sep
-    return _Change(record, before, after)
+    return Change(record, before, after)
 
 
 # -- disconnect -------------------------------------------------------------------------------
 
 
 def disconnect(agent: str, workspace: Path, settings: Settings,
-               dry_run: bool = False) -> ConnectResult:
+               dry_run: bool = False, user_dirs: Sequence[Path] | None = None) -> ConnectResult:
     """Remove what ``connect`` added; a file whose only change was Reverie's comes back byte
     for byte, and a file Reverie created is removed when nothing else was added to it. A file
     other connections still use (Codex's personal hooks.json) keeps Reverie's part."""
     with connection_lock(settings):
-        return _disconnect(agent, workspace, settings, dry_run)
+        return _disconnect(agent, workspace, settings, dry_run, user_dirs)
 
 
 def _disconnect(agent: str, workspace: Path, settings: Settings,
-                dry_run: bool) -> ConnectResult:
+                dry_run: bool, user_dirs: Sequence[Path] | None) -> ConnectResult:
     name = check_agent(agent)
     ws = check_workspace(workspace)
     memory_dir = ProjectPaths(settings, ws).memory_dir
     ledger = load_ledger(memory_dir)
-    connection = ledger.find(name, ws) or _found_in_files(name, ws, settings)
+    connection = ledger.find(name, ws) or _found_in_files(name, ws, settings, user_dirs)
     if connection is None:
         raise ConnectError(f"{name} is not connected for {ws}")
     registry = SharedFiles(settings)
     owner = _owner(name, ws)
-    in_use = {r.path for r in connection.files if r.kind == "json-hooks"
-              and registry.users(Path(r.path)) - {owner}}
-    changes = [c for r in connection.files
-               if r.path not in in_use and (c := _disconnect_change(r)) is not None]
+    in_use = {r.path for r in connection.files if _shared_key(r)
+              and registry.users(Path(_shared_key(r))) - {owner}}
+    changes = [c for r in connection.files if r.path not in in_use
+               and (c := _disconnect_change(r, _last_original(r, registry, owner))) is not None]
     the_plan = Plan(name, connection.scope, connection.mode, memory_dir, [])
     result = _result(name, ws, the_plan, changes, dry_run, [])
     if dry_run:
         return result
-    _apply(changes)
+    apply_changes(changes)
     for record in connection.files:
-        if record.kind == "json-hooks":
-            registry.remove(Path(record.path), owner)
+        if _shared_key(record):
+            registry.remove(Path(_shared_key(record)), owner)
+            if not registry.file_users(Path(record.path)):
+                registry.forget_original(Path(record.path))
     for change in changes:
         if change.after is None:
             _remove_created_dirs(change.record)
@@ -346,36 +309,55 @@ def _disconnect(agent: str, workspace: Path, settings: Settings,
     return result
 
 
-def _disconnect_change(record: FileRecord) -> _Change | None:
+def _last_original(record: FileRecord, registry: SharedFiles,
+                   owner: str) -> tuple[bool, str | None]:
+    """What a shared file was before the first connection wrote to it, when this connection is
+    the last one using it (``(False, None)`` otherwise, or when it was not recorded)."""
+    if not _shared_key(record) or registry.file_users(Path(record.path)) - {owner}:
+        return False, None
+    return registry.original(Path(record.path))
+
+
+def _disconnect_change(record: FileRecord,
+                       first: tuple[bool, str | None] = (False, None)) -> Change | None:
+    """The change that takes ``record``'s part out; ``first``: a shared file's text before any
+    connection wrote to it (``_last_original``), put back when nothing else changed since."""
     path = Path(record.path)
-    before = _read(path)
+    before = read_exact(path)
     if before is None:
         return None
-    _check_writable(path, True)
+    check_writable(path, True)
     try:
-        if record.kind == "json-hooks":
+        if record.kind in ("json-hooks", "json-hooks-flat"):
+            flat = record.kind == "json-hooks-flat"
+            has, remove = ((has_flat_hooks, remove_flat_hooks) if flat
+                           else (has_json_hooks, remove_json_hooks))
             if (record.written_sha256 == _sha(before) and record.original is not None
-                    and not has_json_hooks(record.original)):
+                    and not has(record.original)):
                 after: str | None = record.original
             else:
-                after = remove_json_hooks(before, path.name)
+                after = remove(before, path.name)
             if record.created and after is not None and is_empty_json(after):
                 after = None
+            after = _as_first(after, first)
         elif record.kind == "json-mcp":
             def redo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                stripped = remove_json_mcp(current, record.json_path, MCP_SERVER_NAME,
+                stripped = remove_json_mcp(current, record.json_path, record.mcp_name,
                                            Path(record.path).name, record.json_created_from)
-                return None if record.created and is_empty_json(stripped) else stripped
+                if record.created and is_empty_json(stripped):
+                    return None
+                return _as_first(stripped, first)
 
-            if record.written_sha256 == _sha(before) and record.original is not None:
+            if (record.written_sha256 == _sha(before) and record.original is not None
+                    and not has_json_mcp(record.original, record.json_path, record.mcp_name)):
                 after = record.original
-            else:
+            else:  # (an original that holds the entry: another workspace's connect made it)
                 after = redo(before)
             if record.created and after is not None and is_empty_json(after):
                 after = None
-            return _Change(record, before, after, redo)
+            return Change(record, before, after, redo)
         else:
             if record.kind == "block":
                 after = remove_block(before, record.block_id, _style(record), record.separator)
@@ -385,14 +367,37 @@ def _disconnect_change(record: FileRecord) -> _Change | None:
                 after = None
     except (BlockError, EditError) as exc:
         raise ConnectError(f"{path}: {exc}") from None
-    return _Change(record, before, after)
+    return Change(record, before, after)
 
 
-def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Connection | None:
+def _as_first(after: str | None, first: tuple[bool, str | None]) -> str | None:
+    """``after`` as the shared file's first text when it holds the same JSON (the file as it
+    was, byte for byte), or None when the file did not exist and only empty objects are left."""
+    known, text = first
+    if not known or after is None:
+        return after
+    try:
+        value = json.loads(after) if after.strip() else {}
+    except ValueError:
+        return after
+    if text is None:
+        return None if _only_empty(value) else after
+    try:
+        return text if json.loads(text) == value else after
+    except ValueError:
+        return after
+
+
+def _only_empty(value: object) -> bool:
+    return isinstance(value, dict) and all(_only_empty(v) for v in value.values())
+
+
+def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings,
+                    user_dirs: Sequence[Path] | None) -> Connection | None:
     """Without a ledger entry: Reverie's blocks and hooks still found in the agent's files."""
     for scope in ("personal", "project"):
         scope_: Scope = "personal" if scope == "personal" else "project"
-        the_plan = plan(agent, ws, scope_, settings)
+        the_plan = plan(agent, ws, scope_, settings, user_dirs)
         repo = find_repo(ws)
         edits = list(the_plan.edits)
         if repo is not None:
@@ -400,7 +405,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                                      edits[0].block_id, style="hash"))
         records = []
         for edit in edits:
-            text = _read(edit.path)
+            text = read_exact(edit.path)
             if text is None:
                 continue
             record = FileRecord(path=str(edit.path), role=edit.role, kind=edit.kind,
@@ -408,6 +413,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
             try:
                 present = (
                     has_json_hooks(text) if edit.kind == "json-hooks"
+                    else has_flat_hooks(text) if edit.kind == "json-hooks-flat"
                     else has_json_mcp(text, edit.json_path, edit.mcp_name)
                     if edit.kind == "json-mcp"
                     else has_yaml_read(text, edit.block_id) if edit.kind == "yaml-read"
@@ -415,6 +421,7 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings) -> Co
                 )
                 if edit.kind == "json-mcp":
                     record.json_path = list(edit.json_path)
+                    record.mcp_name = edit.mcp_name
             except BlockError as exc:
                 raise ConnectError(f"{edit.path}: {exc}") from None
             if present:
@@ -437,7 +444,7 @@ def _remove_created_dirs(record: FileRecord) -> None:
 # -- shared -----------------------------------------------------------------------------------
 
 
-def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[_Change],
+def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[Change],
             dry_run: bool, notes: list[str]) -> ConnectResult:
     files = []
     diff: list[str] = []
@@ -466,125 +473,6 @@ def _result(agent: ConnectableAgent, ws: Path, the_plan: Plan, changes: list[_Ch
     )
 
 
-def _write(path: Path, text: str | None) -> None:
-    if text is None:
-        path.unlink(missing_ok=True)
-        return
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o600
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
-
-
-#: how often an edit is made again when the file keeps changing under it
-_REDO_ATTEMPTS = 8
-
-
-#: Claude Code's config lock (proper-lockfile: a directory ``<file>.lock``; older than this
-#: many seconds, it is stale)
-_CLAUDE_LOCK_STALE = 10.0
-_CLAUDE_LOCK_WAIT = 5.0
-
-
-@contextmanager
-def _config_lock(path: Path) -> Iterator[None]:
-    """Take the lock Claude Code takes before it saves ``~/.claude.json`` (``mkdir`` of
-    ``~/.claude.json.lock``, its proper-lockfile convention), so that neither side's
-    read-modify-write lands on the other's. A lock held past the wait is reported, never
-    broken unless stale."""
-    lock = Path(f"{path}.lock")
-    deadline = time.monotonic() + _CLAUDE_LOCK_WAIT
-    while True:
-        try:
-            lock.mkdir()
-            break
-        except FileExistsError:
-            try:
-                stale = time.time() - lock.stat().st_mtime > _CLAUDE_LOCK_STALE
-            except OSError:
-                continue
-            if stale:
-                try:
-                    lock.rmdir()
-                except OSError:
-                    pass
-                continue
-            if time.monotonic() > deadline:
-                raise ConnectError(f"{path} is locked by Claude Code ({lock}); try again in "
-                                   "a moment") from None
-            time.sleep(0.01)
-        except OSError as exc:
-            raise ConnectError(f"cannot lock {path}: {exc.strerror or exc}") from None
-    try:
-        yield
-    finally:
-        try:
-            lock.rmdir()
-        except OSError:
-            logger.warning("could not remove %s", lock)
-
-
-def _write_again_if_moved(change: _Change) -> None:
-    """Write ``change.after`` under the agent's own lock (Claude Code's); if the file changed
-    since it was read, make the edit again on what is there now, so the agent's writes
-    survive (also those of a writer that skips the lock)."""
-    if change.path.name == ".claude.json":
-        with _config_lock(change.path):
-            _write_again_unlocked(change)
-    else:
-        _write_again_unlocked(change)
-
-
-def _write_again_unlocked(change: _Change) -> None:
-    assert change.redo is not None
-    for _ in range(_REDO_ATTEMPTS):
-        current = _read(change.path)
-        if current != change.before:
-            try:
-                change.before, change.after = current, change.redo(current)
-            except EditError as exc:
-                raise ConnectError(f"{change.path}: {exc}") from None
-        if not change.changed:
-            return
-        _write(change.path, change.after)
-        # written: re-read at once; another write landing between our read and the rename
-        # shows as a text that is neither ours nor what we read
-        if _read(change.path) == change.after:
-            return
-    raise ConnectError(f"{change.path} keeps changing under Reverie; close the agent and "
-                       "connect again (nothing of its own was lost)")
-
-
-def _apply(changes: list[_Change]) -> None:
-    """Write every changed file; on a failure put back the ones already written."""
-    done: list[_Change] = []
-    try:
-        for change in changes:
-            if change.redo is not None:
-                _write_again_if_moved(change)
-                if change.changed:
-                    done.append(change)
-            elif change.changed:
-                _write(change.path, change.after)
-                done.append(change)
-    except (OSError, ConnectError) as exc:
-        for change in reversed(done):
-            try:
-                if change.undo is not None:  # the agent may have written since: edit again
-                    current = _read(change.path)
-                    _write_again_if_moved(_Change(change.record, current,
-                                                  change.undo(current), change.undo))
-                else:
-                    _write(change.path, change.before)
-            except (OSError, ConnectError, EditError):
-                logger.exception("could not put back %s", change.path)
-        if isinstance(exc, ConnectError):
-            raise ConnectError(f"{exc}; the files were put back as they were") from None
-        raise ConnectError(f"cannot write {exc.filename or ''}: {exc.strerror or exc}; "
-                           "the files were put back as they were") from None
-
-
 # -- connections ------------------------------------------------------------------------------
 
 
@@ -599,7 +487,8 @@ def _file_state(record: FileRecord) -> FileState:
     try:
         present = (
             has_json_hooks(text) if record.kind == "json-hooks"
-            else has_json_mcp(text, record.json_path, MCP_SERVER_NAME)
+            else has_flat_hooks(text) if record.kind == "json-hooks-flat"
+            else has_json_mcp(text, record.json_path, record.mcp_name)
             if record.kind == "json-mcp"
             else has_yaml_read(text, record.block_id) if record.kind == "yaml-read"
             else find_block(text, record.block_id, _style(record)) is not None
@@ -632,7 +521,6 @@ def connections(workspace: Path, settings: Settings, detect: bool = True) -> Con
 
 
 def agents_of(transcript_agents: Iterable[str]) -> list[ConnectableAgent]:
-    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``; Kilo
-    Code is not connectable)."""
+    """The connectable agents among transcript agent names (``gemini-cli`` is ``gemini``)."""
     seen = {connectable_name(name) for name in transcript_agents}
     return [a for a in AGENTS if a in seen]

@@ -4,6 +4,9 @@
 - ``json-hooks``: Reverie's hook entries in a JSON settings file (Claude Code
   ``settings*.json``, Codex ``hooks.json``); ours are recognised by their command
   (``… reverie hook <event>``), the user's entries are kept in order;
+- ``json-hooks-flat``: the same in VS Code's agent hook files (``~/.copilot/hooks/*.json``,
+  ``.github/hooks/*.json``), whose events list the commands themselves, without matcher groups;
+- ``json-mcp``: Reverie's MCP server entry in an agent's JSON configuration;
 - ``yaml-read``: Reverie's entry in Aider's ``read:`` list, as a managed block when the file
   has no ``read:`` key yet, else as one list line tagged ``# reverie:managed ID``.
 """
@@ -135,7 +138,7 @@ def is_empty_json(text: str) -> bool:
 
 
 def our_hook_commands(text: str) -> list[str]:
-    """The commands of Reverie's hook groups in a settings / hooks JSON text."""
+    """The commands of Reverie's hooks in a settings / hooks JSON text (grouped or flat)."""
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError:
@@ -143,8 +146,12 @@ def our_hook_commands(text: str) -> list[str]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if not isinstance(hooks, dict):
         return []
-    return [str(hook.get("command", "")) for groups in hooks.values() if isinstance(groups, list)
-            for group in groups if _is_ours(group) for hook in group["hooks"]]
+    grouped = [str(hook.get("command", "")) for groups in hooks.values()
+               if isinstance(groups, list)
+               for group in groups if _is_ours(group) for hook in group["hooks"]]
+    flat = [str(entry["command"]) for entries in hooks.values() if isinstance(entries, list)
+            for entry in entries if _flat_is_ours(entry)]
+    return grouped + flat
 
 
 def has_json_hooks(text: str) -> bool:
@@ -155,6 +162,71 @@ def has_json_hooks(text: str) -> bool:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     return isinstance(hooks, dict) and any(
         isinstance(groups, list) and any(_is_ours(g) for g in groups) for groups in hooks.values()
+    )
+
+
+# -- VS Code's agent hook files: ``{"hooks": {"PreCompact": [{"type": "command", ...}]}}`` -----
+
+
+def _flat_is_ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and HOOK_COMMAND.search(str(entry.get("command", ""))) \
+        is not None
+
+
+def _strip_flat(data: dict[str, Any]) -> bool:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    found = False
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept = [e for e in entries if not _flat_is_ours(e)]
+        if len(kept) != len(entries):
+            found = True
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if found and not hooks:
+        del data["hooks"]
+    return found
+
+
+def set_flat_hooks(text: str, entries: list[HookEntry], name: str) -> str:
+    """``text`` with Reverie's hooks set to ``entries``, one command object per event (VS Code
+    runs a hook file's commands for every matching event; it has no matcher groups)."""
+    data = _load_object(text, name)
+    if data.get("hooks") is not None and not isinstance(data.get("hooks"), dict):
+        raise EditError(f"{name}: \"hooks\" is not an object; nothing was written")
+    _strip_flat(data)
+    hooks = data.setdefault("hooks", {})
+    for entry in entries:
+        listed = hooks.setdefault(entry.event, [])
+        if not isinstance(listed, list):
+            raise EditError(f"{name}: hooks.{entry.event} is not a list; nothing was written")
+        listed.append({"type": "command", "command": entry.command, "timeout": entry.timeout})
+    new = _dump(data, text)
+    return text if _same_json(text, new) else new
+
+
+def remove_flat_hooks(text: str, name: str) -> str:
+    data = _load_object(text, name)
+    if not _strip_flat(data):
+        return text
+    return _dump(data, text)
+
+
+def has_flat_hooks(text: str) -> bool:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return False
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    return isinstance(hooks, dict) and any(
+        isinstance(entries, list) and any(_flat_is_ours(e) for e in entries)
+        for entries in hooks.values()
     )
 
 

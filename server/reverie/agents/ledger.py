@@ -25,7 +25,7 @@ Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
 Role = Literal["memory", "hooks", "exclude", "mcp"]
-EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp"]
+EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp", "json-hooks-flat"]
 
 LEDGER_NAME = "connections.json"
 
@@ -49,6 +49,9 @@ class FileRecord(BaseModel):
     #: on Reverie created those objects (None: they were all there)
     json_path: list[str] = Field(default_factory=list)
     json_created_from: int | None = None
+    #: the name of Reverie's MCP server entry (one per workspace where the agent keeps one
+    #: global list and starts servers outside the project: Cline)
+    mcp_name: str = "reverie"
     #: a file Reverie created with a header before its block (front matter the agent needs
     #: at the top): what is left after disconnect when nothing else was added; then removed
     preamble: str | None = None

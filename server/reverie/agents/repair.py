@@ -49,7 +49,8 @@ def repair_hooks(workspace: Path, settings: Settings) -> list[str]:
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     repaired: list[str] = []
     for connection in load_ledger(memory_dir).for_workspace(workspace):
-        commands = [command for record in connection.files if record.kind == "json-hooks"
+        commands = [command for record in connection.files
+                    if record.kind in ("json-hooks", "json-hooks-flat")
                     for command in _commands(Path(record.path))]
         if not any(broken_hook(command) for command in commands):
             continue

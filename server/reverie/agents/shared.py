@@ -6,7 +6,9 @@ disconnect removed the hooks every other workspace still relied on; without a lo
 at once read the same file and one lost the other's change (13 of 20 concurrent runs lost a
 block). ``connection_lock`` serialises every read-modify-write of agents' files and ledgers on
 this machine (portalocker: flock / LockFileEx); ``SharedFiles`` records which connections use a
-shared file, so only the last one takes Reverie's part out of it.
+shared file, so only the last one takes Reverie's part out of it, and the file's text before the
+first of them changed it, so the last one can put it back byte for byte (each connection's own
+ledger only knows the text it found, which already held the first one's part).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = ["SharedFiles", "connection_lock"]
 
 LOCK_NAME = "connections.lock"
 REGISTRY_NAME = "shared-files.json"
+ORIGINALS_NAME = "shared-originals.json"
 
 
 @contextlib.contextmanager
@@ -47,6 +50,7 @@ class SharedFiles:
 
     def __init__(self, settings: Settings) -> None:
         self._path = settings.data_dir / REGISTRY_NAME
+        self._originals = settings.data_dir / ORIGINALS_NAME
 
     def _load(self) -> dict[str, list[str]]:
         try:
@@ -79,3 +83,46 @@ class SharedFiles:
         else:
             data.pop(str(path), None)
         self._save(data)
+
+    # -- the text before the first connection changed a shared file --------------------------
+
+    def file_users(self, path: Path) -> set[str]:
+        """Every connection using ``path`` or an entry in it."""
+        prefix = f"{path}#"
+        return {u for key, users in self._load().items()
+                if key == str(path) or key.startswith(prefix) for u in users}
+
+    def _load_originals(self) -> dict[str, str | None]:
+        try:
+            data = json.loads(self._originals.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): v for k, v in data.items() if v is None or isinstance(v, str)}
+
+    def original(self, path: Path) -> tuple[bool, str | None]:
+        """``(known, text)``: the text ``path`` had before the first connection wrote to it
+        (None: it did not exist); ``known`` is False when nothing was recorded."""
+        data = self._load_originals()
+        return (str(path) in data, data.get(str(path)))
+
+    def keep_original(self, path: Path, text: str | None) -> None:
+        """Record ``text`` for ``path`` unless one is recorded already (the first wins)."""
+        data = self._load_originals()
+        if str(path) not in data:
+            data[str(path)] = text
+            self._save_originals(data)
+
+    def forget_original(self, path: Path) -> None:
+        data = self._load_originals()
+        if str(path) in data:
+            del data[str(path)]
+            self._save_originals(data)
+
+    def _save_originals(self, data: dict[str, str | None]) -> None:
+        if not data:
+            self._originals.unlink(missing_ok=True)
+            return
+        ensure_private_dir(self._originals.parent)
+        atomic_write_text(self._originals, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -8,14 +8,9 @@
 - gemini: personal: a labelled copy in ``~/.gemini/GEMINI.md``; project: a copy in
   ``GEMINI.md`` (or the ``context.fileName`` the settings name).
 - aider: ``.aider.conf.yml``'s ``read:`` lists MEMORY.md (git-excluded when personal).
-- copilot-chat: personal: a labelled copy in a user instructions file of VS Code
-  (``User/prompts/reverie-<key>.instructions.md``, ``applyTo: "**"``); project: a copy in
-  ``.github/copilot-instructions.md``.
-- cline: personal: a labelled copy in Cline's global rules folder (``~/Documents/Cline/Rules``);
-  project: ``.clinerules/reverie-memory.md``.
-- roo-code: personal: ``~/.roo/rules/reverie-<key>.md``; project: ``.roo/rules/reverie-memory.md``.
-- continue: personal: ``~/.continue/rules/reverie-<key>.md`` (``alwaysApply: true``); project:
-  ``.continue/rules/reverie-memory.md``.
+- the editor's agents (copilot-chat, cline, roo-code, kilo-code, continue): a labelled copy in
+  a rules / instructions file of Reverie's own, the MCP server, Copilot's compaction hook
+  (``agents.editor_specs``).
 
 Claude Code's ``@path`` imports may point anywhere, so its personal file imports the live
 MEMORY.md (a committed CLAUDE.md gets a copy: the path is this machine's). Gemini's
@@ -33,6 +28,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -287,8 +283,10 @@ def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool,
 # -- plans ------------------------------------------------------------------------------------
 
 
-def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings) -> Plan:
-    """What connecting ``agent`` for ``workspace`` at ``scope`` writes."""
+def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
+         user_dirs: Sequence[Path] | None = None) -> Plan:
+    """What connecting ``agent`` for ``workspace`` at ``scope`` writes (``user_dirs``: the VS
+    Code ``User`` folders of the editor that asked, first; default: detected)."""
     memory_dir = ProjectPaths(settings, workspace).memory_dir
     bid = block_id(agent, workspace)
     personal = scope == "personal"
@@ -313,8 +311,8 @@ def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Setti
             PlannedEdit(target, "memory", "block", bid,
                         body=copy_body(memory_dir, workspace, labelled=personal)),
         ])
-    if agent in ("copilot-chat", "cline", "roo-code", "continue"):
-        return _rules_file(agent, workspace, scope, settings, memory_dir, bid)
+    if agent in ("copilot-chat", "cline", "roo-code", "kilo-code", "continue"):
+        return _editor(agent, workspace, scope, settings, memory_dir, bid, user_dirs)
     return Plan(agent, scope, "reference", memory_dir, [
         PlannedEdit(workspace / ".aider.conf.yml", "memory", "yaml-read", bid, style="hash",
                     read_path=str(memory_dir / MEMORY_INDEX), in_workspace_personal=personal),
@@ -369,73 +367,45 @@ def _claude(workspace: Path, scope: Scope, settings: Settings, memory_dir: Path,
     return Plan("claude-code", scope, mode, memory_dir, edits, notes)
 
 
-# -- the editor's agents: a rules / instructions file of Reverie's own -----------------------
+# -- the editor's agents: a rules / instructions file of Reverie's own, the MCP server -------
 
 
-def vscode_user_dir(settings: Settings) -> Path:
-    """The VS Code ``User`` folder to write to: the first detected one that exists (VS Code
-    before Insiders and VSCodium; ``REVERIE_VSCODE_USER_DIR`` first when set)."""
-    from reverie.transcripts.editor_places import EditorPlaces
+def _editor(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
+            memory_dir: Path, bid: str, user_dirs: Sequence[Path] | None) -> Plan:
+    """A labelled copy of MEMORY.md in a file of Reverie's own where the agent reads rules
+    (nothing of the user's is edited there; disconnect removes the file again), the MCP server
+    where it reads MCP servers, and Copilot's compaction hook (``agents.editor_specs``)."""
+    from reverie.agents import editor_specs as es
 
-    dirs = EditorPlaces.detect(settings.agent_home).user_dirs
-    return next((d for d in dirs if d.is_dir()), dirs[0])
-
-
-def documents_dir(home: Path) -> Path:
-    """The user's Documents folder as Cline finds it: on Linux ``xdg-user-dir DOCUMENTS``
-    (``XDG_DOCUMENTS_DIR`` in ``~/.config/user-dirs.dirs``), else ``~/Documents``."""
-    if sys.platform.startswith("linux"):
-        try:
-            text = (home / ".config" / "user-dirs.dirs").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        match = re.search(r'^XDG_DOCUMENTS_DIR="([^"]+)"', text, re.M)
-        if match:
-            where = match.group(1).replace("$HOME", str(home))
-            if Path(where).is_absolute() and Path(where) != home:
-                return Path(where)
-    return home / "Documents"
-
-
-def _continue_dir(settings: Settings) -> Path:
-    from reverie.transcripts.editor_places import EditorPlaces
-
-    return EditorPlaces.detect(settings.agent_home).continue_dir or (
-        settings.agent_home / ".continue")
-
-
-def _rules_file(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
-                memory_dir: Path, bid: str) -> Plan:
-    """A labelled copy of MEMORY.md in a file of Reverie's own where the agent reads rules:
-    nothing of the user's is edited, and disconnect removes the file again."""
     personal = scope == "personal"
-    own = f"reverie-{project_key(workspace)}"
-    home = settings.agent_home
-    preamble = ""
-    if agent == "copilot-chat":
-        target = (vscode_user_dir(settings) / "prompts" / f"{own}.instructions.md" if personal
-                  else workspace / ".github" / "copilot-instructions.md")
-        if personal:  # VS Code applies an instructions file by itself only with ``applyTo``
-            preamble = ("---\napplyTo: \"**\"\n"
-                        f"description: \"Project memory for {workspace.name}, kept by Reverie\"\n"
-                        "---\n")
-    elif agent == "cline":
-        rules = workspace / ".clinerules"
-        target = (documents_dir(home) / "Cline" / "Rules" / f"{own}.md" if personal
-                  else rules if rules.is_file() else rules / "reverie-memory.md")
-    elif agent == "roo-code":
-        target = (home / ".roo" / "rules" / f"{own}.md" if personal
-                  else workspace / ".roo" / "rules" / "reverie-memory.md")
-    else:
-        target = (_continue_dir(settings) / "rules" / f"{own}.md" if personal
-                  else workspace / ".continue" / "rules" / "reverie-memory.md")
-        # a rule without ``alwaysApply`` is only included when globs match or asked for
-        preamble = ("---\n"
-                    f"name: Project memory for {workspace.name} (Reverie)\n"
-                    "alwaysApply: true\n---\n")
-    notes = ["the file applies to every workspace: its text says which one it is for"] \
+    target, preamble = es.rules_target(agent, workspace, scope, settings, user_dirs)
+    edits = [PlannedEdit(target, "memory", "block", bid, preamble=preamble,
+                         body=copy_body(memory_dir, workspace, labelled=personal))]
+    notes = ["the rules file applies to every workspace: its text says which one it is for"] \
         if personal else []
-    return Plan(agent, scope, "copy", memory_dir, [
-        PlannedEdit(target, "memory", "block", bid, preamble=preamble,
-                    body=copy_body(memory_dir, workspace, labelled=personal)),
-    ], notes=notes)
+    mcp = es.mcp_target(agent, workspace, scope, settings, user_dirs)
+    if mcp is not None:
+        path, name, named = mcp
+        edits.append(PlannedEdit(path, "mcp", "json-mcp", bid, json_path=["mcpServers"],
+                                 mcp_name=name,
+                                 mcp_server=mcp_server_entry(workspace if named else None),
+                                 in_workspace_personal=personal and path.is_relative_to(
+                                     workspace)))
+        if named:
+            notes.append(f"Cline keeps one list of MCP servers for every workspace: this one is "
+                         f"{name!r} and serves {workspace} only")
+    elif agent == "cline":
+        notes.append("Cline reads MCP servers from its global settings only: connect with "
+                     "the personal scope to register Reverie's")
+    else:
+        notes.append("the reverie MCP server reaches Copilot through the Reverie extension "
+                     "(its MCP server definition provider): nothing to write")
+    if agent == "copilot-chat":
+        edits.append(PlannedEdit(
+            es.copilot_hooks_file(workspace, scope, settings), "hooks", "json-hooks-flat", bid,
+            hooks=es.copilot_hook_entries(hook_command(settings, "pre-compact"),
+                                          PRE_COMPACT_TIMEOUT)))
+        notes.append("VS Code runs agent hooks from version 1.109 on (a preview feature your "
+                     "organisation may turn off): before Copilot compacts a conversation, "
+                     "Reverie brings its notes up to date")
+    return Plan(agent, scope, "copy", memory_dir, edits, notes=notes)

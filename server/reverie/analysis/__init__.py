@@ -5,7 +5,7 @@ standing rules with subjects, decisions, project commands, errors linked to fixe
 state) instead of re-reading conversations. See ``analyser`` for how the pass stays linear.
 """
 
-from reverie.analysis.analyser import Limits, SessionAnalyser, analyse_session
+from reverie.analysis.analyser import SessionAnalyser, analyse_session
 from reverie.analysis.commands import CommandCategory, CommandInfo, analyse_command
 from reverie.analysis.models import (
     Change,
@@ -23,6 +23,7 @@ from reverie.analysis.models import (
     WorkStep,
 )
 from reverie.analysis.statements import StatementKind
+from reverie.analysis.working import Limits
 
 __all__ = [
     "Change",

@@ -125,6 +125,8 @@ _EXPLORE = frozenset({
     "netstat", "ss", "free", "uptime", "nproc", "source", ".", "export", "set", "unset", "tee",
     "awk", "sed", "nl", "column", "strings", "man", "help",
 })
+#: arguments that make a command print about itself instead of doing its work
+_INFO_ONLY = frozenset({"--version", "--help", "--collect-only", "--co", "-V"})
 _GIT_EXPLORE = frozenset({"status", "log", "diff", "show", "branch", "remote", "rev-parse",
                           "ls-files", "blame", "stash", "fetch", "config", "describe", "reflog",
                           "shortlog", "grep", "tag", "worktree"})
@@ -135,6 +137,14 @@ _RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
             ("yarn", "exec"), ("npm", "exec"), ("conda", "run")}
 _DIRECT_RUNNERS = frozenset({"npx", "bunx", "pnpx", "uvx"})
 _TEMP = re.compile(r"(?:^|[\s='\"])(?:/tmp/|/var/folders/|/private/tmp/|\$TMPDIR|%TEMP%)")
+_TEMP_PATH = re.compile(r"^(?:/tmp/|/private/tmp/|/var/folders/|/private/var/folders/)")
+
+
+def is_temp_path(path: str) -> bool:
+    """A scratch path (``/tmp/x``): what is built or written there is not the project's."""
+    return _TEMP_PATH.match(path) is not None
+
+
 _REDIRECT = re.compile(r"\d?>>?&?\s*\S+")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -334,6 +344,10 @@ def _category_of(words: list[str]) -> tuple[CommandCategory, str, int]:
     """Category, key and the index where the command's own arguments start."""
     tool = words[0].rsplit("/", 1)[-1] if not words[0].startswith("./") else words[0]
     rest = words[1:]
+    if _INFO_ONLY.intersection(rest) and tool != "git":
+        # ``pytest --version``, ``pytest --collect-only``, ``pnpm build --help``: it answers a
+        # question about the tool and runs nothing: its passing is not the check passing
+        return CommandCategory.EXPLORE, tool, 1
     if tool == "git" and rest:
         sub = rest[0]
         if sub in _GIT_EXPLORE:

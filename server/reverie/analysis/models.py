@@ -189,6 +189,9 @@ class Summarised(_Model):
     notifications: int = 0
     #: bare picks from the agent's menu ("B", "2"): answers, not requests
     answers: int = 0
+    #: one-off failures of commands that are not the project's, followed by work that went
+    #: on (``tailscale status``: not installed): looking around, not errors
+    probe_failures: int = 0
     redactions: int = 0
     sidechain_messages: int = 0
 
@@ -223,6 +226,12 @@ class SessionAnalysis(_Model):
     ignored_paths: list[str] = Field(default_factory=list)
     #: paths that failed unquoted (zsh: "no matches found") and worked quoted
     quoted_paths: list[str] = Field(default_factory=list)
+    #: a path that was not there and the one that was (``M-Claude`` -> ``Documents/M-Claude``)
+    relocated_paths: list[tuple[str, str]] = Field(default_factory=list)
+    #: what ``git pull`` / ``git push`` did (``pulled 82226fd..7a23400``), oldest first
+    vcs: list[str] = Field(default_factory=list)
+    #: what the environment refused more than once: the command, how often, the error
+    blocked: list[str] = Field(default_factory=list)
     end: EndState = Field(default_factory=EndState)
     counts: Summarised = Field(default_factory=Summarised)
 

@@ -125,8 +125,15 @@ _NOTE = re.compile(
     r"(?:uses|use|is using|runs on|relies on|requires|needs|is on)\b"
     r"|\bwe (?:always )?(?:use|are using|'re using|deploy (?:to|with|on))\b",
 )
+#: how the toolchain here must be: "python3 should point to python 3.11", "node must be 20"
+_TOOLCHAIN = re.compile(
+    r"\b(?:python3?|node(?:js)?|java|ruby|go|php|dotnet|deno|bun|rustc|npm|pnpm)\s+"
+    r"(?:should|must|needs? to)\s+(?:point to|be|resolve to|run|use)\s+"
+    r"(?:python3?|node|java|ruby|go|php|version)?\s*v?\d+(?:\.\d+)+\b")
 _PREFERENCE = re.compile(
-    r"\bi (?:prefer|like|want (?:you )?to always|'d rather|would rather|always want)\b"
+    r"\b(?:make|set)\s+(?:your|the|my)\s+default\s+(?:folder|directory|dir|branch|shell|"
+    r"workspace|editor|model)\b"
+    r"|\bi (?:prefer|like|want (?:you )?to always|'d rather|would rather|always want)\b"
     r"|\bprefer\s+\S+\s+(?:over|to)\b"
     r"|\buse\s+[\w.@/-]+\s*(?:,\s*)?(?:not|instead of|rather than|over)\s+[\w.@/-]+",
 )
@@ -217,7 +224,7 @@ _TRIGGER = re.compile(
     r"reminder|n\.?b\.?|rule|convention|policy|warning|repo|project|codebase|team|app\b|"
     r"we |we'|prefer|like|rather|use|instead|over\b|^\s*(?:no|nope|wrong|not|that|actually|"
     r"you|why|i said|i told)\b|plan|decision|decided|let'?s|switch|mov(?:e|ing)|migrat|drop|"
-    r"favou?r|longer|replace|renam|now (?:called|named)|before|make it",
+    r"favou?r|longer|replace|renam|now (?:called|named)|before|make it|default",
 )
 
 
@@ -434,6 +441,9 @@ def _statement(sentence: str, position: int) -> Statement | None:
         # the subject of what is noted, not of the framing ("keep in mind: the API ...")
         return Statement(StatementKind.NOTE, sentence, subject_of(plain_statement(sentence)),
                          _word_after(_AVOIDED, sentence))
+    if "should" in low or "must" in low or "needs" in low:
+        if _TOOLCHAIN.search(low):
+            return Statement(StatementKind.NOTE, sentence, subject_of(sentence))
     if _may(low, _RULE_KEYS) and _RULE.search(low):
         return Statement(StatementKind.RULE, sentence, subject_of(sentence),
                          _word_after(_AVOIDED, sentence))

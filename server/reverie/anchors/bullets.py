@@ -20,6 +20,9 @@ PROVENANCE = re.compile(
     r"|(?P<other>log|user|daily log|note)[^)]*?(?P<day3>\d{4}-\d{2}-\d{2}))\)_\s*$"
 )
 RETIRED_HEADING = re.compile(r"^#{2,6}\s+Retired\b", re.IGNORECASE)
+#: what ``remember`` (MCP, CLI) writes after a fact: the person's own words, dated
+ASKED = re.compile(r"\s*_\(asked by the user in (?:session \S+|a session), "
+                   r"(?P<day>\d{4}-\d{2}-\d{2})\)_\s*$")
 
 
 @dataclass
@@ -68,14 +71,23 @@ def read_bullets(lines: list[str]) -> list[Bullet]:
             number += 1
         body = match["body"]
         prov = PROVENANCE.search(body)
-        text = body[: prov.start()].rstrip() if prov else body.rstrip()
+        asked = ASKED.search(body) if prov is None else None
+        end = prov.start() if prov else asked.start() if asked else len(body)
+        text = body[:end].rstrip()
         label = ""
         labelled = LABEL.match(text)
         if labelled:
             label, text = labelled["label"].strip(), labelled["text"].strip()
         out.append(Bullet(start=start, end=number, label=label, text=text, user=prov is None,
-                          day=_day(prov), lines=lines[start:number]))
+                          day=_day(prov) or _asked_day(asked), lines=lines[start:number]))
     return out
+
+
+def _asked_day(asked: re.Match[str] | None) -> date | None:
+    try:
+        return date.fromisoformat(asked["day"]) if asked else None
+    except ValueError:
+        return None
 
 
 def _day(prov: re.Match[str] | None) -> date | None:

@@ -9,11 +9,20 @@ at the next dream, in a recorded run.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Set
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-from reverie.anchors.memory import FactStatus, MemoryCheck, check_memory
-from reverie.memory.store import INDEX_NAME, parse_index
+from reverie.anchors.memory import (
+    FactStatus,
+    MemoryCheck,
+    TopicFacts,
+    check_memory,
+    check_topics,
+    read_topic_facts,
+)
+from reverie.memory.store import INDEX_NAME, IndexEntry, parse_index
 
 
 def hook_without(text: str, stale: list[FactStatus]) -> str:
@@ -57,3 +66,44 @@ def delivered_index(memory_dir: Path, workspace: Path, today: date,
                 entry.hook = hook
                 lines[entry.line] = entry.render()
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def stale_lines(memory_dir: Path, workspace: Path, today: date,
+                wanted: Mapping[str, Set[int]]) -> set[tuple[str, int]]:
+    """Of the memory lines ``wanted`` (file name -> 0-based lines: a topic's fact lines, or
+    ``MEMORY.md`` entries), those that state a stale fact: what prompt-time recall leaves
+    out. Only the facts on those lines (and the topics of those index entries) are checked."""
+    entries: dict[int, IndexEntry] = {}
+    if wanted.get(INDEX_NAME):
+        try:
+            index = (memory_dir / INDEX_NAME).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            index = ""
+        entries = {e.line: e for e in parse_index(index).entries
+                   if e.line in wanted[INDEX_NAME] and e.hook}
+    whole = {e.target_path for e in entries.values()}
+    topics: list[TopicFacts] = []
+    for name in sorted({n for n in wanted if n != INDEX_NAME} | whole):
+        parsed = read_topic_facts(memory_dir, name)
+        if parsed is None:
+            continue
+        lines = wanted.get(name, set())
+        facts = parsed.facts if name in whole else [
+            f for f in parsed.facts if any(f.line <= n < f.end for n in lines)]
+        topics.append(replace(parsed, facts=facts))
+    if not any(t.facts for t in topics):
+        return set()
+    stale: dict[str, list[FactStatus]] = {}
+    for status in check_topics(topics, workspace, today):
+        if status.status == "stale":
+            stale.setdefault(status.fact.topic, []).append(status)
+    out: set[tuple[str, int]] = set()
+    for name, statuses in stale.items():
+        for line in wanted.get(name, set()):
+            if any(s.fact.line <= line < s.fact.end for s in statuses):
+                out.add((name, line))
+    for line, entry in entries.items():
+        gone = stale.get(entry.target_path)
+        if gone and hook_without(entry.hook, gone) != entry.hook:
+            out.add((INDEX_NAME, line))
+    return out

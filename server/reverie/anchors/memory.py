@@ -166,6 +166,8 @@ class FactStatus:
     anchors: list[Anchor]
     verified: date | None
     aging: bool = False
+    #: the latest day a session the dream read confirmed it (``anchors.confirm``)
+    confirmed_on: date | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -202,6 +204,12 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
     with WorkTree(workspace) as tree:
         facts = _check_facts(topics, tree, today, aging_days)
     return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=facts)
+
+
+def check_topics(topics: list[TopicFacts], workspace: Path, today: date) -> list[FactStatus]:
+    """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall)."""
+    with WorkTree(workspace) as tree:
+        return _check_facts(topics, tree, today, 0)
 
 
 def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,

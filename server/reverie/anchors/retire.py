@@ -25,7 +25,9 @@ from typing import Any
 
 import frontmatter
 
+from reverie.anchors.confirm import Confirmations
 from reverie.anchors.delivery import hook_without
+from reverie.anchors.extract import Extractor
 from reverie.anchors.memory import (
     ANCHORS_KEY,
     FactStatus,
@@ -34,7 +36,10 @@ from reverie.anchors.memory import (
     TopicFacts,
     anchors_block,
     check_memory,
+    read_topic_facts,
+    recorded_anchors,
 )
+from reverie.anchors.tree import WorkTree
 from reverie.curation.facts import Fact
 from reverie.curation.topics import index_entry, parse_fact, statement
 from reverie.fsutil import atomic_write_text
@@ -75,12 +80,59 @@ class MaintainResult:
 
 
 def maintain_memory(memory_dir: Path, workspace: Path, today: date,
-                    aging_days: int = 0) -> MaintainResult:
+                    aging_days: int = 0,
+                    confirmations: Confirmations | None = None) -> MaintainResult:
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
-    what follows: retirements, anchors, aging marks, index hooks."""
+    what follows: retirements, anchors, aging marks, index hooks. ``confirmations``: what the
+    run's sessions confirmed (a command run again successfully, a file edited again), which
+    refreshes a fact's ``verified`` date and takes it out of aging."""
     check = check_memory(memory_dir, workspace, today, aging_days)
+    if confirmations:
+        _confirm(check, confirmations, today, aging_days)
     return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True,
                   record=workspace.is_dir())
+
+
+def _confirm(check: MemoryCheck, confirmations: Confirmations, today: date,
+             aging_days: int) -> None:
+    for status in check.facts:
+        if status.status == "stale":
+            continue  # the working tree now outweighs what a session saw
+        day = confirmations.day_for(status.fact.fact.text, status.anchors)
+        if day is None:
+            continue
+        status.confirmed_on = day
+        if status.verified is None or day > status.verified:
+            status.verified = day
+        if status.aging and day >= today - timedelta(days=aging_days):
+            status.aging = False
+
+
+def record_anchors(memory_dir: Path, workspace: Path, names: Iterable[str]) -> list[str]:
+    """Record the anchors of facts just written (``remember``) in their topic's front matter,
+    in the writer's own run; facts recorded before keep their entry. Nothing is validated or
+    retired here: the next check or dream does that. Returns the files changed."""
+    if not workspace.is_dir():
+        return []  # what resolves nowhere would be recorded as "no anchor"
+    changed: list[str] = []
+    for name in names:
+        topic = read_topic_facts(memory_dir, name)
+        if topic is None or not _has_front_matter(topic.text):
+            continue
+        fresh = [f for f in topic.facts if f.recorded is None]
+        if not fresh:
+            continue
+        with WorkTree(workspace) as tree:
+            found = Extractor(tree).extract_many([f.fact.text for f in fresh])
+        entries = dict(recorded_anchors(topic.meta))
+        for fact, anchors in zip(fresh, found, strict=True):
+            entries[fact.key] = Recorded(anchors=anchors)
+        meta = topic.meta.model_copy(deep=True)
+        setattr(meta, ANCHORS_KEY, anchors_block(entries))
+        atomic_write_text(memory_dir / name,
+                          _with_body(_front_matter(meta), _after_front_matter(topic.text)))
+        changed.append(name)
+    return changed
 
 
 def curate_facts(memory_dir: Path, workspace: Path, today: date, *,
@@ -171,6 +223,8 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
         if status.status == "valid" and (verified is None or verified <= today - timedelta(
                 days=VERIFIED_REFRESH_DAYS)):
             verified = today
+        if status.confirmed_on and (verified is None or status.confirmed_on > verified):
+            verified = status.confirmed_on  # a session ran it (or edited it) again
         entries[status.fact.key] = overrides.get(
             status.fact.key, Recorded(anchors=status.anchors, verified=verified))
     changed_anchors = {k: [a.to_yaml() for a in v.anchors] for k, v in entries.items()} != \
@@ -194,8 +248,6 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
 
 
 def _recorded(topic: TopicFacts) -> dict[str, Recorded]:
-    from reverie.anchors.memory import recorded_anchors
-
     return recorded_anchors(topic.meta)
 
 

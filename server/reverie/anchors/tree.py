@@ -76,6 +76,7 @@ class WorkTree:
         self._past_names: dict[str, str] = {}
         self._past_scanned: set[str] = set()
         self._history_spent = 0.0
+        self._truncated = False
         self._open_repo()
 
     # --- git -----------------------------------------------------------------------------
@@ -533,10 +534,18 @@ class WorkTree:
             self._listed = self._walk()
         return self._listed
 
+    @property
+    def files_truncated(self) -> bool:
+        """The walk stopped at ``MAX_LISTED_FILES``: a name not found may be in a file not
+        read (a huge monorepo), so "not found" establishes nothing."""
+        self.files()
+        return self._truncated
+
     def _walk(self) -> list[str]:
         found: list[str] = []
         seen: set[tuple[int, int]] = set()
         stack: list[tuple[str, str]] = [(str(self.root), "")]  # (folder, its relative prefix)
+        self._truncated = False
         while stack and len(found) < MAX_LISTED_FILES:
             folder, prefix = stack.pop()
             try:
@@ -557,7 +566,8 @@ class WorkTree:
                         found.append(prefix + entry.name)
                 except OSError:
                     continue
-        return found
+        self._truncated = bool(stack) or len(found) > MAX_LISTED_FILES
+        return found[:MAX_LISTED_FILES]
 
     def find_suffix(self, rel: str) -> list[str]:
         """Files whose path ends with ``/rel`` (``install.md`` -> ``docs/install.md``)."""

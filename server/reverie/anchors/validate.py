@@ -115,6 +115,9 @@ class Validator:
             return AnchorCheck(anchor=anchor, status="valid")
         if not where:
             return _unknown(anchor, f"`{name}` is not found in the source files")
+        if self.tree.files_truncated:
+            return _unknown(anchor, f"`{name}` is not found in the files read, but the "
+                                    "workspace has more files than Reverie reads for symbols")
         pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
         answer = self.tree.content_removal(where, lambda text: pattern.search(text) is not None)
         removal = answer.removal

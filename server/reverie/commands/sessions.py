@@ -1,7 +1,8 @@
-"""List the agent sessions that belong to a workspace (newest first).
+"""List the agent sessions that belong to a workspace (newest first, by their own last message).
 
 ``--json`` prints a list of ``{"agent", "session_id", "path", "messages", "tokens", "updated_at",
-"current"}``; ``current`` marks the most recently appended main session.
+"current"}``; ``updated_at`` is the session's last message time by its own records (the file's
+time where they carry none), ``current`` marks the most recently appended main session.
 """
 
 from __future__ import annotations

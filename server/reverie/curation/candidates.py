@@ -183,6 +183,14 @@ def _command_fact(command: ProjectCommand, analysis: SessionAnalysis,
                 first=at.date())
 
 
+_TEST_FILE = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.\w+$|"
+                        r"[^/]*\.(?:test|spec)\.\w+$)")
+
+
+def _is_test(path: str) -> bool:
+    return _TEST_FILE.search(path) is not None
+
+
 def _is_doc(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
     return name.endswith((".md", ".rst", ".txt", ".adoc")) or name.startswith(
@@ -213,6 +221,9 @@ def _fix_fact(error: ErrorFix, analysis: SessionAnalysis, anchor: datetime) -> F
     dependency installed, or a different command that worked."""
     if error.status == "still_failing" or error.category in ("explore", "vcs"):
         return None
+    if error.category == "test" and error.fix is not None and _is_test(error.fix.path) and any(
+            f.created and f.path == error.fix.path for f in analysis.files):
+        return None  # a test the session wrote was itself wrong at first: not a lesson
     if error.status == "fixed" and not error.proved_by and error.fix is not None and not (
             error.fix.command or (error.fix.essence and not error.other_changes)):
         # the error went away and the next run failed differently: memory keeps that fix only
@@ -328,6 +339,10 @@ def _workflow_facts(analysis: SessionAnalysis, when: datetime) -> list[Fact]:
     for path in analysis.quoted_paths[:3]:
         facts.append(_as_fact(f"Quote `{clean(path)}` in shell commands: unquoted, the shell "
                               "expands its brackets and finds no match.", analysis, when))
+    for missing, found in analysis.relocated_paths[:3]:
+        name = found.rstrip("/").rsplit("/", 1)[-1]
+        facts.append(_as_fact(f"`{clean(name)}` is at `{clean(found)}`, not `{clean(missing)}`.",
+                              analysis, when))
     return facts
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reverie.analysis.analyser import SessionAnalyser
 from reverie.analysis.models import SessionAnalysis
+from reverie.anchors.confirm import Confirmations
 from reverie.curation.candidates import session_facts, statement_facts
 from reverie.curation.facts import FactBook
 from reverie.curation.sessions import SessionSource, analyse_source, notes_facts
@@ -65,6 +66,10 @@ class OfflineResult(BaseModel):
     sessions_skipped: int = 0
     redactions: int = 0
     summary: str = ""
+    #: what the sessions confirm (``anchors.confirm``): commands that succeeded and files
+    #: edited, each with its latest day; a dream refreshes the facts that depend on them
+    confirmed_commands: dict[str, date] = Field(default_factory=dict)
+    confirmed_paths: dict[str, date] = Field(default_factory=dict)
 
 
 def analyse_input(session: SessionInput) -> SessionAnalysis | None:
@@ -106,6 +111,7 @@ class _Gatherer:
         self.skipped = 0
         self.redactions = 0
         self.sessions: list[str] = []
+        self.confirmations = Confirmations()
 
     def add(self, analysis: SessionAnalysis | None, anchor: datetime,
             notes: str | None = None) -> None:
@@ -114,6 +120,13 @@ class _Gatherer:
             return
         self.read += 1
         self.redactions += analysis.counts.redactions
+        day = anchor.date()
+        for command in analysis.commands:
+            if command.working and command.last_ok:
+                self.confirmations.add_command(command.working, day)
+        for activity in analysis.files:
+            if activity.edits or activity.created:
+                self.confirmations.add_path(activity.path, day)
         for fact in session_facts(analysis, anchor):
             self.book.add(fact)
         if notes:
@@ -189,7 +202,9 @@ def _finish(memory_dir: Path, gatherer: _Gatherer, extra: str,
         for fact in statement_facts(clean, source="user", when=now, note=False):
             book.add(fact)
     result = OfflineResult(sessions_read=gatherer.read, sessions_skipped=gatherer.skipped,
-                           redactions=gatherer.redactions)
+                           redactions=gatherer.redactions,
+                           confirmed_commands=gatherer.confirmations.commands,
+                           confirmed_paths=gatherer.confirmations.paths)
     if not len(book):
         result.summary = "nothing new to consolidate"
         return result

@@ -13,12 +13,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import BrokenExecutor
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from reverie.anchors.confirm import Confirmations
 from reverie.anchors.retire import maintain_memory
 from reverie.background import Runner, finish_then_cancel, run_in_background
 from reverie.config import ProjectPaths, Settings
@@ -58,6 +59,8 @@ class _Outcome(BaseModel):
     tokens_out: int = 0
     summary: str = ""
     cost_usd: float | None = None
+    confirmed_commands: dict[str, date] = Field(default_factory=dict)  # anchors.confirm
+    confirmed_paths: dict[str, date] = Field(default_factory=dict)
 
 
 #: new text a dream turn redacts on the event loop (about 0.1 ms); more goes to a thread
@@ -327,7 +330,8 @@ class DreamRunner:
             # retire in this same run (part of its history, undone with it)
             kept = await self._engine(
                 maintain_memory, staged.path, paths.workspace, datetime.now(UTC).date(),
-                self.settings.fact_aging_days)
+                self.settings.fact_aging_days, Confirmations(outcome.confirmed_commands,
+                                                             outcome.confirmed_paths))
             if kept.summary:
                 outcome.summary = "; ".join(p for p in (outcome.summary, kept.summary) if p)
                 staged.summary = outcome.summary
@@ -398,7 +402,8 @@ class DreamRunner:
         touched = [str(staged.live_dir / name) for name in outcome.files_touched]
         self._emit("progress", outcome.summary, job_id=job_id, phase="updating",
                    files_touched=touched)
-        return _Outcome(summary=outcome.summary)
+        return _Outcome(summary=outcome.summary, confirmed_commands=outcome.confirmed_commands,
+                        confirmed_paths=outcome.confirmed_paths)
 
     async def _engine(self, func: Callable[..., _T], *args: Any) -> _T:
         """``func(*args)`` through ``run`` (a worker process) or in a thread. On cancellation

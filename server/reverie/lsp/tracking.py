@@ -382,7 +382,7 @@ class WorkspaceTracker:
             cycle = SleepCycle(
                 self.settings, events=self.server.jobs.sink_for(job),
                 run=self.server.workers.dream_call,
-                writer=self.server.memory_writer,
+                writer=self.server.memory_writer, editor=self.server.editor_places(),
             )
             report = await cycle.run(folder, date)
             if report.skipped_reason:

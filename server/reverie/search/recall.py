@@ -185,8 +185,36 @@ def prompt_context(data_dir: Path, cwd: Path, prompt: str,
     except IndexUnavailable:
         return None
     try:
-        return render(recall(index, prompt, exclude_session=session_id))
+        hits = recall(index, prompt, exclude_session=session_id, limit=MAX_HITS * 2)
     except IndexUnavailable:
         return None
     finally:
         index.close()
+    return render(live_only(hits, data_dir, workspace)[:MAX_HITS])
+
+
+def live_only(items: list[Recalled], data_dir: Path, workspace: Path) -> list[Recalled]:
+    """``items`` without the memory hits that state a fact the code no longer supports (a
+    stale fact is never delivered, between dreams either). Only when a memory hit is among
+    them is the anchors stack imported and the hits' own facts checked."""
+    memory = [i for i in items if i.hit.kind == "memory" and i.hit.anchor.isdigit()]
+    if not memory:
+        return items
+    try:
+        from datetime import UTC, datetime
+
+        from reverie.anchors.delivery import stale_lines
+        from reverie.config import ProjectPaths, Settings
+
+        memory_dir = ProjectPaths(Settings(data_dir=data_dir), workspace).memory_dir
+        wanted: dict[str, set[int]] = {}
+        for item in memory:
+            wanted.setdefault(item.hit.source, set()).add(int(item.hit.anchor))
+        stale = stale_lines(memory_dir, workspace, datetime.now(UTC).date(), wanted)
+    except Exception as exc:  # a check that cannot run never hides memory
+        import logging
+
+        logging.getLogger(__name__).debug("recall: the staleness check failed: %s", exc)
+        return items
+    return [i for i in items if i.hit.kind != "memory" or not i.hit.anchor.isdigit()
+            or (i.hit.source, int(i.hit.anchor)) not in stale]

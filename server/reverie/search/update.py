@@ -26,7 +26,8 @@ from typing import cast
 import orjson
 import portalocker
 
-from reverie.analysis.analyser import Limits, SessionAnalyser
+from reverie.analysis.analyser import SessionAnalyser
+from reverie.analysis.working import Limits
 from reverie.config import ProjectPaths
 from reverie.memory import nofollow
 from reverie.memory.store import visible_files
@@ -41,6 +42,7 @@ from reverie.search.documents import (
 )
 from reverie.search.index import INDEX_FILE, IndexUnavailable, SearchIndex, SourceRow
 from reverie.transcripts.discovery import SessionRef, discover_sessions
+from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.model import AgentName, Message, Session
 from reverie.transcripts.reader import TranscriptError, TranscriptReader
 from reverie.transcripts.tail import TailState, TranscriptTail
@@ -216,11 +218,13 @@ class ProjectSources:
     agent_home: Path
     memory_dir: Path
     sessions_dir: Path
+    #: where the editor's own agents keep their sessions (default: detected)
+    editor: EditorPlaces | None = None
 
     @classmethod
-    def of(cls, paths: ProjectPaths) -> ProjectSources:
+    def of(cls, paths: ProjectPaths, editor: EditorPlaces | None = None) -> ProjectSources:
         return cls(workspace=paths.workspace, agent_home=paths.settings.agent_home,
-                   memory_dir=paths.memory_dir, sessions_dir=paths.sessions_dir)
+                   memory_dir=paths.memory_dir, sessions_dir=paths.sessions_dir, editor=editor)
 
 
 def update_index(
@@ -279,7 +283,8 @@ def _update_sessions(
     rows = index.sources("session", with_state=False)
     if discover:
         try:
-            refs = [r for r in discover_sessions(sources.workspace, sources.agent_home)
+            refs = [r for r in discover_sessions(sources.workspace, sources.agent_home,
+                                                 sources.editor)
                     if not r.is_subagent]
         except OSError as exc:
             report.skipped.append(f"sessions: {exc}")
@@ -467,7 +472,8 @@ def open_index(paths: ProjectPaths, *, read_only: bool = False) -> SearchIndex:
 
 
 def refresh(paths: ProjectPaths, *, sessions: bool = True,
-            deadline: float | None = None, discover: bool = True) -> UpdateReport:
+            deadline: float | None = None, discover: bool = True,
+            editor: EditorPlaces | None = None) -> UpdateReport:
     """Open, update and close the project's index; busy (another updater) is reported."""
     directory = index_dir(paths)
     with update_lock(directory) as mine:
@@ -475,8 +481,8 @@ def refresh(paths: ProjectPaths, *, sessions: bool = True,
             return UpdateReport(busy=True)
         with open_index(paths) as index:
             try:
-                return update_index(index, ProjectSources.of(paths), sessions=sessions,
-                                    deadline=deadline, discover=discover)
+                return update_index(index, ProjectSources.of(paths, editor),
+                                    sessions=sessions, deadline=deadline, discover=discover)
             except IndexUnavailable:
                 return UpdateReport(busy=True)
 

@@ -70,7 +70,8 @@ async def decide_fact(writer: MemoryWriter, settings: Settings, workspace: Path,
     memory_dir = paths.memory_dir
     key = await asyncio.to_thread(fact_at, memory_dir, topic, line)
     today = datetime.now(UTC).date()
-    write = writer.open(memory_dir, source="manual", repair=False)
+    # a person's edit of memory, listed in History as "retire" / "keep" (not as a dream)
+    write = writer.open(memory_dir, source="curate", repair=False)
     async with write as staged:
         done = await asyncio.to_thread(
             curate_facts, staged.path, paths.workspace, today,
@@ -79,6 +80,7 @@ async def decide_fact(writer: MemoryWriter, settings: Settings, workspace: Path,
         if decision == "keep" and topic not in done.files and not (
                 staged.path / topic).read_text("utf-8", errors="replace").startswith("---"):
             raise NoSuchFact(f"{topic} has no front matter to record the decision in")
-        staged.summary = f"{'retired' if decision == 'retire' else 'kept'} a fact of {topic}"
+        staged.summary = (f"retire a stale fact of {topic}" if decision == "retire" else
+                          f"keep a fact of {topic} (re-verified)")
     assert write.result is not None
     return write.result

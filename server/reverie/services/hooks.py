@@ -7,7 +7,11 @@ bounded by the same cap. After the compaction (and on resume) the notes are hand
 additional context, cut to the spec's budgets with a pointer to the full file.
 
 Hook input is JSON on stdin as the agents document it (``session_id``, ``transcript_path``,
-``cwd``, ``hook_event_name``, ``source`` / ``trigger``; other fields are ignored). Nothing here
+``cwd``, ``hook_event_name``, ``source`` / ``trigger``; other fields are ignored). VS Code's agent
+hooks (GitHub Copilot Chat) spell two of them ``sessionId`` and ``hookEventName``, and their
+``transcript_path`` is the Copilot extension's own event log
+(``workspaceStorage/<hash>/GitHub.copilot-chat/transcripts/<id>.jsonl``): the session Reverie
+reads and keeps notes for is VS Code's ``chatSessions/<id>.json[l]`` beside it. Nothing here
 raises to the caller for bad input: ``HookSkip`` carries a one-line reason.
 """
 
@@ -66,6 +70,8 @@ def parse_hook_input(raw: str | bytes) -> HookInput:
         raise HookSkip("hook input is not a JSON object")
     session_id = data.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
+        session_id = data.get("sessionId")  # VS Code's agent hooks
+    if not isinstance(session_id, str) or not session_id.strip():
         raise HookSkip("hook input has no session_id")
     if not _PLAIN_ID.fullmatch(session_id.strip()):
         raise HookSkip("hook input's session_id is not a plain id")  # ``..``, ``a/b``
@@ -75,13 +81,35 @@ def parse_hook_input(raw: str | bytes) -> HookInput:
         return value if isinstance(value, str) and value else None
 
     transcript, cwd = text("transcript_path"), text("cwd")
+    transcript_path = Path(transcript).expanduser() if transcript else None
+    if transcript_path is not None:
+        transcript_path = copilot_chat_session(transcript_path, session_id.strip())
     return HookInput(
         session_id=session_id.strip(),
-        transcript_path=Path(transcript).expanduser() if transcript else None,
+        transcript_path=transcript_path,
         cwd=Path(cwd).expanduser() if cwd else None,
-        event=text("hook_event_name"),
+        event=text("hook_event_name") or text("hookEventName"),
         source=text("source") or text("trigger"),
     )
+
+
+def copilot_chat_session(transcript: Path, session_id: str) -> Path:
+    """VS Code's own session file for a Copilot hook's transcript: ``<hash>/chatSessions/
+    <id>.jsonl`` (else ``.json``) for ``<hash>/GitHub.copilot-chat/transcripts/<file>``, by the
+    session id, else by the transcript's name; without one the extension's log itself (it is
+    read too: ``transcripts.copilot_events``); any other path is returned as it is."""
+    owner = transcript.parent.parent
+    if transcript.parent.name.lower() != "transcripts" \
+            or owner.name.lower() != "github.copilot-chat":
+        return transcript
+    chats = owner.parent / "chatSessions"
+    for stem in dict.fromkeys((session_id, transcript.stem)):
+        if not _PLAIN_ID.fullmatch(stem):
+            continue
+        for suffix in (".jsonl", ".json"):
+            if (chats / f"{stem}{suffix}").is_file():
+                return chats / f"{stem}{suffix}"
+    return transcript
 
 
 def session_workspace(settings: Settings, hook: HookInput) -> Path | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from reverie.anchors.retire import record_anchors
 from reverie.config import ProjectPaths, Settings
 from reverie.curation.noise import noise_class
 from reverie.curation.topics import slug
@@ -137,6 +138,8 @@ async def remember_async(
         async with write as staged:
             staged.summary = f"remember: asked by the user in session {session_id or '?'}"
             await asyncio.to_thread(_write_fact, staged.path, file_name, title, line, today)
+            # what the fact depends on (files, scripts, symbols…), recorded in the same run
+            await asyncio.to_thread(record_anchors, staged.path, paths.workspace, [file_name])
     except LockBusy:
         raise UserError("memory is being consolidated right now: try again in a moment") \
             from None

@@ -25,6 +25,7 @@ from reverie.search.documents import notes_sections
 from reverie.search.index import Hit, IndexUnavailable
 from reverie.search.query import query_terms
 from reverie.search.update import UpdateReport, index_path, open_index, refresh
+from reverie.transcripts.editor_places import EditorPlaces
 
 logger = logging.getLogger(__name__)
 
@@ -82,24 +83,28 @@ def parse_since(value: str | None) -> datetime | None:
 def update_project_index(settings: Settings, workspace: Path, *,
                          sessions: bool = True,
                          budget_seconds: float | None = UPDATE_BUDGET_SECONDS,
-                         discover: bool = True) -> UpdateReport:
+                         discover: bool = True,
+                         editor: EditorPlaces | None = None) -> UpdateReport:
     """Bring the project's index up to date (what the after-apply hooks and searches call).
     ``discover=False`` only looks at the sessions already indexed (what grew), without
-    discovery's read of every transcript's head."""
+    discovery's read of every transcript's head. ``editor``: where the editor's own agents
+    keep their sessions (the language server passes the running editor's)."""
     paths = ProjectPaths(settings, workspace)
     deadline = time.monotonic() + budget_seconds if budget_seconds else None
     try:
-        return refresh(paths, sessions=sessions, deadline=deadline, discover=discover)
+        return refresh(paths, sessions=sessions, deadline=deadline, discover=discover,
+                       editor=editor)
     except IndexUnavailable as exc:
         logger.warning("search index not updated: %s", exc)
         return UpdateReport(busy=True)
 
 
-def index_after_apply(settings: Settings, workspace: Path) -> dict[str, int | bool]:
+def index_after_apply(settings: Settings, workspace: Path,
+                      editor: EditorPlaces | None = None) -> dict[str, int | bool]:
     """What runs after memory or notes were written (a dream, sleep, a notes update,
     ``remember``): the project's index brought up to date, sessions included (only what grew
     is read). Module-level and picklable: the language server runs it in a worker process."""
-    report = update_project_index(settings, workspace)
+    report = update_project_index(settings, workspace, editor=editor)
     return {"sessions_indexed": report.sessions_indexed,
             "sessions_grown": report.sessions_grown,
             "notes_indexed": report.notes_indexed,

@@ -31,6 +31,7 @@ from reverie.analysis import (
     SessionAnalysis,
     StatementKind,
 )
+from reverie.analysis.commands import is_temp_path
 from reverie.analysis.outcomes import shorten
 from reverie.analysis.statements import plain_statement
 from reverie.redact import redact
@@ -120,6 +121,7 @@ def is_trivial(analysis: SessionAnalysis) -> bool:
         and all(len(r.text) < 80 for r in analysis.requests)
         and analysis.counts.other_commands == 0
         and analysis.end.final_answer is None  # an answer the user asked for is a result
+        and sum(f.reads for f in analysis.files) <= 1  # reading around for a task is work
     )
 
 
@@ -175,6 +177,8 @@ class NotesRenderer:
             more = f" (+{len(undone) - 3} more)" if len(undone) > 3 else ""
             lines.append("- Reverted with /undo: " + "; ".join(
                 f"`{c.sha}` {c.message}".rstrip() for c in undone[-3:]) + more)
+        if self.analysis.vcs:
+            lines.append("- Git: " + "; ".join(dict.fromkeys(self.analysis.vcs[-3:])))
         still = self.analysis.still_failing
         for error in still[-3:]:
             if error.changed_since:
@@ -211,8 +215,14 @@ class NotesRenderer:
     def files_and_functions(self) -> list[str]:
         """The files the session changed, with what it defined or changed in them (files only
         read are context, not facts: they are left out)."""
-        edited = sorted((f for f in self.analysis.files if f.edits),
+        edited = sorted((f for f in self.analysis.files if f.edits and not is_temp_path(f.path)),
                         key=lambda f: (-f.edits, f.first_seen))
+        if not edited:
+            # nothing changed: what the session read is what it found out from (a few files)
+            read = sorted((f for f in self.analysis.files
+                           if f.reads and not is_temp_path(f.path)),
+                          key=lambda f: f.first_seen)
+            return [f"- `{f.path}` (read)" for f in read[:8]]
         lines = [self._file_line(f) for f in edited[:60]]
         more = len(edited) - 60 + self.analysis.counts.files_dropped
         if more > 0:
@@ -263,6 +273,8 @@ class NotesRenderer:
             lines.append(f"- `{path}` is gitignored (`git add` refused it)")
         for path in analysis.quoted_paths[:3]:
             lines.append(f"- `{path}` must be quoted in shell commands")
+        for missing, found in analysis.relocated_paths[:3]:
+            lines.append(f"- `{found}` is the path (`{missing}` does not exist)")
         counts = analysis.counts
         if counts.commands_dropped:
             lines.append(f"- … {counts.commands_dropped} more project commands not listed")
@@ -319,7 +331,9 @@ class NotesRenderer:
         ]
 
     def learnings(self) -> list[str]:
-        lines = [f"- {_code(e.check)} failed and was not made to pass"
+        blocked = [f"- The environment refused this more than once: {b}"
+                   for b in self.analysis.blocked]
+        lines = blocked + [f"- {_code(e.check)} failed and was not made to pass"
                  for e in self.analysis.still_failing if (not e.changed_since
                  and e.category is not CommandCategory.OTHER)
                  or not e.check.startswith(("Edit ", "Write ", "MultiEdit "))]

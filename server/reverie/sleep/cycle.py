@@ -38,6 +38,7 @@ from reverie.sleep.rule_based import consolidate_facts
 from reverie.sleep.schedule import SleepState, save_state
 from reverie.sleep.tracing import PhaseSpan, SleepTracer
 from reverie.transcripts.discovery import SessionRef, discover_sessions
+from reverie.transcripts.editor_places import EditorPlaces
 
 logger = logging.getLogger(__name__)
 
@@ -99,12 +100,15 @@ class SleepCycle:
         lock_poll_seconds: float = 5.0,
         run: Runner | None = None,
         writer: MemoryWriter | None = None,
+        editor: EditorPlaces | None = None,
     ) -> None:
         """``run``: where the offline deep phase reads and digests the sessions (the language
         server passes a worker process's ``call``; default: a thread). ``writer``: how REM
         writes memory (``services.wiring.memory_writer()`` in the front ends; without it, a
-        plain ``MemoryWriter()`` with no after-apply hooks)."""
+        plain ``MemoryWriter()`` with no after-apply hooks). ``editor``: where the editor's own
+        agents keep their sessions (the language server knows the running editor's)."""
         self.settings = settings
+        self._editor = editor
         self._writer = writer or MemoryWriter()
         self._run_job = run
         self._client = client
@@ -179,7 +183,7 @@ class SleepCycle:
         tracer = self._tracer
         with tracer.phase("light", date=review_date.isoformat()) as span:
             refs = await asyncio.to_thread(
-                discover_sessions, paths.workspace, self.settings.agent_home
+                discover_sessions, paths.workspace, self.settings.agent_home, self._editor
             )
             chosen = select_sessions(refs, review_date, now)
             report.sessions_found = len(chosen)

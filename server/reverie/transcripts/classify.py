@@ -127,6 +127,9 @@ CLINE_TOOLS: dict[str, ToolKind] = {
     "codebaseSearch": K.SEARCH,
     "web_fetch": K.WEB, "webFetch": K.WEB, "webSearch": K.WEB, "browser_action": K.WEB,
     "new_task": K.TASK, "newTask": K.TASK, "use_subagents": K.TASK,
+    # Cline 4 (its SDK): sdk/packages/core/src/extensions/tools/definitions.ts
+    "read_files": K.READ, "editor": K.EDIT, "run_commands": K.SHELL,
+    "search_codebase": K.SEARCH, "fetch_web_content": K.WEB, "spawn_agent": K.TASK,
 }
 
 #: Continue: ``BuiltInToolNames`` (continuedev/continue ``core/tools/builtIn.ts``) and the

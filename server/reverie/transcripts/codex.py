@@ -182,7 +182,7 @@ class CodexParser(RecordParser):
             output, exit_code = _output(p.get("output"))
             result = ToolResult(
                 call_id=call_id,
-                is_error=exit_code not in (None, 0),
+                is_error=exit_code not in (None, 0) or _refused(output, exit_code),
                 output=output,
                 exit_code=exit_code,
             )
@@ -286,6 +286,18 @@ def _arguments(raw: Any) -> dict[str, Any]:
             return {"raw": raw}
         return parsed if isinstance(parsed, dict) else {"raw": raw}
     return {}
+
+
+#: how Codex reports a call it could not run or that failed without an exit code: the output is
+#: this plain text, not the usual ``{"output", "metadata": {"exit_code"}}`` (``failed in sandbox:
+#: <output>`` when the sandbox denied or killed the command, a refused patch, a closed PTY)
+_REFUSED = re.compile(r"^(?:failed in sandbox\b|sandbox error:|execution error:|"
+                      r"apply_patch verification failed:|write_stdin failed:)")
+
+
+def _refused(output: str, exit_code: int | None) -> bool:
+    """The call failed though no exit code says so (Codex's own error text)."""
+    return exit_code is None and _REFUSED.match(output) is not None
 
 
 def _output(raw: Any) -> tuple[str, int | None]:

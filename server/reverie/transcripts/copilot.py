@@ -112,8 +112,13 @@ def workspace_cwd(path: Path) -> str | None:
     not on this machine: no cwd)."""
     if path.parent.name != "chatSessions":
         return None
+    return storage_cwd(path.parent.parent)
+
+
+def storage_cwd(hash_dir: Path) -> str | None:
+    """The local folder ``workspaceStorage/<hash>/workspace.json`` names, if any."""
     try:
-        raw = (path.parent.parent / "workspace.json").read_bytes()[:64 * 1024]
+        raw = (hash_dir / "workspace.json").read_bytes()[:64 * 1024]
         meta = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError):
         return None

@@ -11,6 +11,8 @@
 - Cline, Roo Code, Kilo Code: ``User/globalStorage/<extension>/tasks/<id>/ui_messages.json``
   (and Cline's ``~/.cline/data/tasks``), matched on the workspace the extension recorded for
   the task (``cline.history_cwds``), else on its environment details.
+- Cline 4: ``~/.cline/data/sessions/<id>/<id>.messages.json``, matched on the workspace its
+  manifest ``<id>.json`` records (``workspace_root``, else ``cwd``).
 - Continue: ``~/.continue/sessions/<id>.json``, matched on ``workspaceDirectory`` (the index
   ``sessions.json`` first, else the head of the file).
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from reverie.transcripts import cline, continue_dev
+from reverie.transcripts import cline, cline_sdk, continue_dev
 from reverie.transcripts.base import as_dict, as_str
 from reverie.transcripts.document import load_json
 from reverie.transcripts.editor_places import TASK_EXTENSIONS, EditorPlaces, local_path_of_uri
@@ -207,6 +209,26 @@ def _task_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
     return refs
 
 
+def _cline_sdk_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
+    """Cline 4: ``sessions/<id>/<id>.messages.json``, matched on the manifest's workspace."""
+    root = places.cline_sessions_dir()
+    try:
+        folders = [d for d in root.iterdir() if d.is_dir()] if root is not None else []
+    except OSError:
+        return []
+    refs: list[SessionRef] = []
+    for folder in folders:
+        path = folder / f"{folder.name}{cline_sdk.SUFFIX}"
+        updated = mtime(path)
+        if updated is None:
+            continue
+        cwd = cline_sdk.manifest_cwd(path)
+        if belongs(cwd, workspace):
+            refs.append(SessionRef(agent="cline", session_id=folder.name, path=path,
+                                   updated_at=updated, cwd=cwd))
+    return refs
+
+
 # -- Continue --------------------------------------------------------------------------------
 
 def continue_cwd(path: Path) -> str | None:
@@ -250,7 +272,7 @@ def editor_refs(workspace: Path, places: EditorPlaces,
     """Every session of the editor's agents that belongs to ``workspace`` (unsorted);
     ``notes`` collects why editor storage folders were skipped (remote, unreadable)."""
     return (_copilot_refs(workspace, places, notes) + _task_refs(workspace, places)
-            + _continue_refs(workspace, places))
+            + _cline_sdk_refs(workspace, places) + _continue_refs(workspace, places))
 
 
 def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef | None:
@@ -277,6 +299,10 @@ def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef 
                 agent = task_agent  # type: ignore[assignment]
                 cwd = cline.task_cwd(path) or cline.head_cwd(path)
                 break
+    cline_sessions = places.cline_sessions_dir()
+    if cline_sessions is not None and path.parent.parent == cline_sessions \
+            and cline_sdk.is_session_messages(path):
+        agent, cwd = "cline", cline_sdk.manifest_cwd(path)
     sessions = places.continue_sessions()
     if agent is None and sessions is not None and path.parent == sessions \
             and path.suffix == ".json" and path.name != continue_dev.INDEX_NAME:
@@ -284,7 +310,7 @@ def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef 
         cwd = continue_dev.index_workspaces(sessions).get(path.stem) or continue_cwd(path)
     if agent is None or not belongs(cwd, workspace):
         return None
-    session_id = path.parent.name if agent != "continue" else path.stem
+    session_id = path.parent.name if agent != "continue" else path.stem  # (Cline 4: <id>/)
     return SessionRef(agent=agent, session_id=session_id, path=path, updated_at=updated, cwd=cwd)
 
 
@@ -308,7 +334,7 @@ def editor_watch_roots(workspace: Path, places: EditorPlaces) -> list[Path]:
         base = tasks_root.parent.parent  # User/globalStorage, or ~/.cline
         if base.is_dir():
             roots.append(tasks_root)
-    sessions = places.continue_sessions()
-    if sessions is not None and sessions.parent.is_dir():
-        roots.append(sessions)
+    for sessions in (places.cline_sessions_dir(), places.continue_sessions()):
+        if sessions is not None and sessions.parent.is_dir():
+            roots.append(sessions)
     return list(dict.fromkeys(roots))

@@ -49,8 +49,11 @@ class EditorPlaces:
     workspace_storage: tuple[Path, ...] = ()
     #: Continue's global folder (``~/.continue``)
     continue_dir: Path | None = None
-    #: Cline's own data folder for its CLI / JetBrains builds (``~/.cline/data``)
+    #: Cline's own data folder (``~/.cline/data``): its CLI's task folders, and since Cline 4
+    #: (its SDK) every session's, in VS Code too, under ``sessions/``
     cline_data_dir: Path | None = None
+    #: Cline 4's sessions folder when ``CLINE_SESSION_DATA_DIR`` moves it (else under the data)
+    cline_sessions: Path | None = None
     #: reasons why an editor-reported location was not used (for logs and ``--verbose``)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -76,13 +79,22 @@ class EditorPlaces:
             configured = environ.get("CONTINUE_GLOBAL_DIR", "").strip()
             if configured and Path(configured).expanduser().is_absolute():
                 continue_dir = Path(configured).expanduser()
+        # cline/cline sdk/packages/shared/src/storage/paths.ts: CLINE_DATA_DIR, else
+        # $CLINE_DIR/data, else ~/.cline/data; CLINE_SESSION_DATA_DIR, else <data>/sessions
         cline_data = home / ".cline" / "data"
+        cline_sessions: Path | None = None
         if real:
             configured = environ.get("CLINE_DATA_DIR", "").strip()
+            base = environ.get("CLINE_DIR", "").strip()
             if configured and Path(configured).expanduser().is_absolute():
                 cline_data = Path(configured).expanduser()
+            elif base and Path(base).expanduser().is_absolute():
+                cline_data = Path(base).expanduser() / "data"
+            sessions = environ.get("CLINE_SESSION_DATA_DIR", "").strip()
+            if sessions and Path(sessions).expanduser().is_absolute():
+                cline_sessions = Path(sessions).expanduser()
         return cls(user_dirs=tuple(dict.fromkeys(users)), continue_dir=continue_dir,
-                   cline_data_dir=cline_data)
+                   cline_data_dir=cline_data, cline_sessions=cline_sessions)
 
     def with_editor_storage(self, storage_uri: str | None,
                             global_storage_uri: str | None) -> EditorPlaces:
@@ -132,6 +144,12 @@ class EditorPlaces:
         if self.cline_data_dir is not None:
             out.append(("cline", self.cline_data_dir / "tasks"))
         return out
+
+    def cline_sessions_dir(self) -> Path | None:
+        """Cline 4's ``sessions`` folder (``<id>/<id>.messages.json`` in it)."""
+        if self.cline_sessions is not None:
+            return self.cline_sessions
+        return None if self.cline_data_dir is None else self.cline_data_dir / "sessions"
 
     def continue_sessions(self) -> Path | None:
         return None if self.continue_dir is None else self.continue_dir / "sessions"

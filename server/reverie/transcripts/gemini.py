@@ -254,6 +254,25 @@ def _result_text(call: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+#: ``run_shell_command``'s report: the command's own output sits between ``Output:`` and the
+#: trailing fields (``Error:`` is its stderr, ``(empty)`` / ``(none)`` when there is none); the
+#: last ``Error:`` line before ``Exit Code:`` is the field (the output may print its own)
+_SHELL_REPORT = re.compile(r"^Command: .*?^Output: ?(?P<out>.*)\n^Error: ?(?P<err>.*?)\n"
+                           r"^Exit Code: ", re.DOTALL | re.MULTILINE)
+
+
+def shell_output(report: str) -> str:
+    """What a command printed, out of Gemini CLI's ``Command: … Output: … Error: … Exit Code:``
+    report (the report itself when it is not one): ``Error: (none)`` is not an error line and
+    ``Output: (empty)`` is no output."""
+    match = _SHELL_REPORT.match(report[:200_000])
+    if match is None:
+        return report
+    out, err = match.group("out").strip(), match.group("err").strip()
+    parts = [text for text, empty in ((out, "(empty)"), (err, "(none)")) if text and text != empty]
+    return "\n".join(parts)
+
+
 def _convert(item: dict[str, Any], cwd: str | None) -> list[Message]:
     mid = item["id"]
     kind = item.get("type")
@@ -280,11 +299,14 @@ def _convert(item: dict[str, Any], cwd: str | None) -> list[Message]:
         status = raw.get("status")
         if raw.get("result") is not None or status in ("success", "error", "cancelled"):
             output = _result_text(raw)
+            exit_code = exit_code_from_text(output) if call.kind == "shell" else None
+            if call.kind == "shell":
+                output = shell_output(output)
             results.append(ToolResult(
                 call_id=call_id,
                 is_error=status in ("error", "cancelled"),
                 output=output,
-                exit_code=exit_code_from_text(output) if call.kind == "shell" else None,
+                exit_code=exit_code,
             ))
     out = [Message(id=mid, role="assistant", text=text, timestamp=ts,
                    model=as_str(item.get("model")), usage=_usage(item.get("tokens")),

@@ -4,6 +4,7 @@ the editor's Sessions view shows. Core code, so the server and the CLI share it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +31,34 @@ def session_rows(
     refs = discover_sessions(workspace, agent_home, editor, notes)
     current = next((r for r in refs if not r.is_subagent), None)
     loaded: dict[Path, dict[str, Transcript]] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[datetime, dict[str, Any]]] = []
     for ref in refs:
         transcript = _transcript(ref, loaded, on_skip)
+        updated_at = _updated_at(ref, transcript)
         row: dict[str, Any] = {
             "agent": ref.agent,
             "session_id": ref.session_id,
             "path": str(ref.path),
             "messages": len(transcript.messages) if transcript else 0,
             "tokens": context_tokens(transcript.messages) if transcript else 0,
-            "updated_at": ref.updated_at.isoformat(),
+            "updated_at": updated_at.isoformat(),
             "current": ref is current,
         }
         if with_title:
             row["title"] = transcript.session.title if transcript else None
-        rows.append(row)
-    return rows
+        rows.append((updated_at, row))
+    # newest first by the sessions' own times: a copied or synced home has copy-time mtimes
+    rows.sort(key=lambda pair: pair[0], reverse=True)
+    return [row for _, row in rows]
+
+
+def _updated_at(ref: SessionRef, transcript: Transcript | None) -> datetime:
+    """When the session last had a message, by its own records; the file's time when they
+    carry none (Aider logs no per-message times, an empty file has none)."""
+    own = transcript.session.updated_at if transcript is not None else None
+    if own is None:
+        return ref.updated_at
+    return own if own.tzinfo is not None else own.replace(tzinfo=ref.updated_at.tzinfo)
 
 
 def _transcript(

@@ -17,7 +17,15 @@ from pathlib import Path
 import orjson
 
 from reverie.errors import UserError
-from reverie.transcripts import aider, cline, continue_dev, copilot, gemini
+from reverie.transcripts import (
+    aider,
+    cline,
+    cline_sdk,
+    continue_dev,
+    copilot,
+    copilot_events,
+    gemini,
+)
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.claude import ClaudeParser
 from reverie.transcripts.codex import CodexParser
@@ -51,6 +59,8 @@ def read_editor_document(agent: AgentName, path: Path, data: bytes) -> EditorDoc
         return copilot.read_document(path, data)
     if agent == "continue":
         return continue_dev.read_document(path, data)
+    if agent == "cline" and path.name.endswith(cline_sdk.SUFFIX):
+        return cline_sdk.read_document(path, data)
     return cline.read_document(path, data, agent)
 
 
@@ -62,7 +72,16 @@ def parser_for(agent: AgentName, path: Path) -> RecordParser:
         return CodexParser(path)
     if agent == "gemini-cli":
         return gemini.GeminiJsonlParser(path)
+    if agent == "copilot-chat":
+        return copilot_events.CopilotEventParser(path)
     return GenericParser(path)
+
+
+def is_document(agent: AgentName, path: Path) -> bool:
+    """Whether ``path`` is a document its agent rewrites (the editor's agents), not a log:
+    all of theirs but the Copilot extension's own event log."""
+    return agent in EDITOR_AGENTS and not (
+        agent == "copilot-chat" and copilot_events.is_event_log(path))
 
 
 def check_readable(path: Path) -> os.stat_result:
@@ -88,6 +107,8 @@ def _classify_record(record: object) -> AgentName | None:
     kind = record.get("type")
     if "payload" in record and kind in _CODEX_TYPES:
         return "codex"
+    if copilot_events.looks_like_event(record):
+        return "copilot-chat"  # the Copilot extension's own event log
     if record.get("kind") == 0 and isinstance(record.get("v"), dict) and (
             "requests" in record["v"] or "sessionId" in record["v"]):
         return "copilot-chat"  # the first line of a VS Code chat session log
@@ -168,6 +189,11 @@ def detect_agent(path: Path) -> AgentName | None:
 def _editor_agent(path: Path, head: bytes) -> AgentName | None:
     """The editor's agents, from where the file is and what it starts with."""
     start = head.lstrip()[:1]
+    if copilot_events.is_event_log(path) and start in (b"{", b""):
+        return "copilot-chat"
+    if path.name.endswith(cline_sdk.SUFFIX) and start in (b"{", b"") and (
+            cline_sdk.is_session_messages(path) or b'"agent"' in head):
+        return "cline"  # Cline 4: sessions/<id>/<id>.messages.json
     if path.name == cline.UI_MESSAGES and start in (b"[", b""):
         return cline.task_agent(path)
     if copilot.is_session_location(path) and start in (b"{", b""):
@@ -206,7 +232,7 @@ class TranscriptReader:
         try:
             if self.agent == "aider":
                 yield from self._aider()
-            elif self.agent in EDITOR_AGENTS:
+            elif is_document(self.agent, self.path):
                 yield from self._editor_document()
             elif self.agent == "gemini-cli" and self.path.suffix == ".json":
                 yield from self._gemini_document()

@@ -63,13 +63,14 @@ class ReadResult:
 
 
 def _session_files(paths: set[Path]) -> set[Path]:
-    """The changed paths, a new task folder (Cline, Roo, Kilo) standing for its session file."""
+    """The changed paths, a new task folder (Cline, Roo, Kilo; Cline 4: a session folder)
+    standing for its session file."""
     out: set[Path] = set()
     for path in paths:
-        if path.suffix == "" and path.parent.name == "tasks" and path.is_dir():
-            candidate = path / "ui_messages.json"
-            if candidate.is_file():
-                out.add(candidate)
+        if path.parent.name in ("tasks", "sessions") and path.is_dir():
+            for candidate in (path / "ui_messages.json", path / f"{path.name}.messages.json"):
+                if candidate.is_file():
+                    out.add(candidate)
         elif path.suffix or not path.is_dir():
             out.add(path)
     return out

@@ -26,8 +26,13 @@ from pydantic import BaseModel, Field
 from reverie.transcripts import aider, gemini
 from reverie.transcripts.base import RecordParser
 from reverie.transcripts.lines import CHUNK_BYTES, LineSplitter
-from reverie.transcripts.model import EDITOR_AGENTS, AgentName, Message, ParseStats, Session
-from reverie.transcripts.reader import detect_agent, parser_for, read_editor_document
+from reverie.transcripts.model import AgentName, Message, ParseStats, Session
+from reverie.transcripts.reader import (
+    detect_agent,
+    is_document,
+    parser_for,
+    read_editor_document,
+)
 
 Mode = Literal["stream", "gemini-jsonl", "gemini-json", "aider", "document"]
 #: bytes just before the offset that must still be there for an incremental read
@@ -54,7 +59,7 @@ class TailState(BaseModel):
 def _mode(agent: AgentName, path: Path) -> Mode:
     if agent == "aider":
         return "aider"
-    if agent in EDITOR_AGENTS:
+    if is_document(agent, path):
         return "document"
     if agent == "gemini-cli":
         return "gemini-json" if path.suffix == ".json" else "gemini-jsonl"

@@ -59,9 +59,10 @@ _MAX_RECOVERIES = 2
 
 def _is_session_file(change: watchfiles.Change, path: str) -> bool:
     return (path.endswith(_SESSION_SUFFIXES) or path.endswith(".aider.chat.history.md")
-            # a new task folder of Cline / Roo / Kilo: its first file can be written before
-            # the recursive watch covers the folder, so the folder itself is looked into
-            or os.path.basename(os.path.dirname(path)) == "tasks")
+            # a new task folder of Cline / Roo / Kilo (Cline 4: a session folder): its first
+            # file can be written before the recursive watch covers the folder, so the folder
+            # itself is looked into
+            or os.path.basename(os.path.dirname(path)) in ("tasks", "sessions"))
 
 
 class SessionWatcher:

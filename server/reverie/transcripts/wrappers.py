@@ -93,7 +93,20 @@ _ACK_WORDS = frozenset({
     "great thanks", "perfect", "perfect thanks", "cool", "nice", "awesome", "lgtm",
     "looks good", "looks good thanks", "good", "good job", "well done", "thanks a lot",
     "thank you so much", "many thanks", "ok great", "sounds good", "got it", "yes", "yep", "no",
+    # the same replies in the other languages people write to agents in (a bare "可以", "OK",
+    # answers the agent's question: it is not a request)
+    "可以", "可以的", "好", "好的", "行", "嗯", "对", "是", "是的", "没问题", "谢谢", "收到",
+    "はい", "了解", "ありがとう", "네", "좋아요", "sí", "si", "vale", "oui", "d accord", "ja",
+    "genau", "da", "да", "ок", "хорошо", "спасибо",
 })
+#: prompts an agent's CLI submits for a slash command in the user's name, without saying so
+#: (Gemini CLI's ``/init`` before ``displayContent`` existed): the command, not a request
+_EXPANDED_PROMPTS: tuple[tuple[str, str], ...] = (
+    ("You are an AI agent that brings the power of Gemini directly into the terminal.", "/init"),
+)
+#: a command template pasted or expanded with the person's words in a fenced "User Input"
+#: block (Spec Kit's ``/speckit.*`` prompts: "## User Input ```text $ARGUMENTS```")
+_USER_INPUT = re.compile(r"^#{1,6}\s*User Input\s*\n+(`{3,})[\w-]*\n(.*?)\n\1", re.DOTALL)
 
 
 def _normal_words(text: str) -> str:
@@ -155,6 +168,13 @@ def classify_user_text(text: str, display: str | None = None) -> UserText:
         return UserText(UserTextKind.CONTEXT)
     if stripped.startswith(_CONTEXT_PREFIXES):
         return UserText(UserTextKind.CONTEXT)
+    for opening, command in _EXPANDED_PROMPTS:
+        if stripped.startswith(opening):
+            return UserText(UserTextKind.COMMAND, None, command)
+    pasted = _USER_INPUT.match(stripped)
+    if pasted is not None:
+        words = pasted.group(2).strip()
+        return UserText(UserTextKind.REQUEST, words) if words else UserText(UserTextKind.COMMAND)
     if stripped.startswith(_INJECTED_PREFIXES) or _TAG_ONLY.match(stripped):
         return UserText(UserTextKind.INJECTED)
     if len(stripped) <= 40:

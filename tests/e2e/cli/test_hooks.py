@@ -225,3 +225,50 @@ def test_a_secret_typed_into_the_notes_by_hand_is_not_injected(transcript: Path,
                                                  source="resume"))
     context = json.loads(started.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "# Worklog" in context and secret not in context
+
+
+def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
+    reverie_env: dict[str, Path], transcripts_dir: Path, ws: Path, tmp_path: Path
+) -> None:
+    """VS Code's agent hooks send ``sessionId`` / ``hookEventName`` and, as ``transcript_path``,
+    the Copilot extension's own event log; the notes are kept for VS Code's chat session file
+    beside it (``chatSessions/<id>.json``), which the language server tracks under that id."""
+    source = (transcripts_dir / "copilot-chat" / "git-ai" / "chatSessions"
+              / "331fed7f-cfd6-409c-8502-06a56322b636.json")
+    session_id = source.stem
+    storage = tmp_path / "User" / "workspaceStorage" / "5e0b1c2d3e4f"
+    (storage / "chatSessions").mkdir(parents=True)
+    shutil.copyfile(source, storage / "chatSessions" / source.name)
+    (storage / "workspace.json").write_text(json.dumps({"folder": ws.as_uri()}))
+    log = storage / "GitHub.copilot-chat" / "transcripts" / f"{session_id}.jsonl"
+    log.parent.mkdir(parents=True)
+    events = next((transcripts_dir / "copilot-chat" / "git-ai-vscode-1.119").rglob("5fcddc54*"))
+    log.write_text(events.read_text().replace("5fcddc54-3ba1-4fc4-88ac-86bd2ce74c19", session_id))
+    payload = {"timestamp": "2026-02-09T10:30:00.000Z", "cwd": str(ws), "sessionId": session_id,
+               "hookEventName": "PreCompact", "transcript_path": str(log), "trigger": "auto"}
+    hook_input = parse_hook_input(json.dumps(payload))
+    assert hook_input.transcript_path == storage / "chatSessions" / source.name
+    assert hook_input.event == "PreCompact" and hook_input.source == "auto"
+    # the command ``reverie connect copilot-chat`` installs in VS Code's user hook folder
+    from reverie.agents.connection import connect
+
+    connect("copilot-chat", ws, "personal", Settings())
+    hooks = json.loads((reverie_env["agent_home"] / ".copilot" / "hooks" / "reverie.json")
+                       .read_text())["hooks"]
+    command = hooks["PreCompact"][0]["command"]
+    done = subprocess.run(command, shell=True, input=json.dumps(payload).encode(),
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == b"", done.stderr
+    assert b"notes updated" in done.stderr
+    notes = ProjectPaths(Settings(), ws).notes_path(session_id).read_text()
+    assert "# Current State" in notes
+    assert "cart" in notes.lower() or "typescript" in notes.lower()
+    # no chat session file beside the log (a session VS Code did not keep): the extension's
+    # own event log is read instead
+    (storage / "chatSessions" / source.name).unlink()
+    notes_file = ProjectPaths(Settings(), ws).notes_path(session_id)
+    notes_file.unlink()
+    assert parse_hook_input(json.dumps(payload)).transcript_path == log
+    again = hook("pre-compact", payload)
+    assert again.returncode == 0 and b"notes updated" in again.stderr, again.stderr
+    assert "main.ts" in notes_file.read_text()  # the file the logged calls read and patched

@@ -1,7 +1,8 @@
 """The editor's own agents over the real language server: the extension reports where VS Code
 keeps its data (``initializationOptions.editorStorage``), the server watches that workspace's
 ``chatSessions`` folder, a Copilot Chat session rewritten in place reaches the pipeline (new
-messages, no repeats), and its session notes are written (offline engine)."""
+messages, no repeats), its session notes are written (offline engine), and the project's search
+finds it: the index is updated with the editor's own places, not only the detected ones."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def rewrite(path: Path, session: dict[str, Any], requests: int) -> None:
 
 
 async def test_a_rewritten_copilot_session_reaches_the_pipeline(start_server, workspace,
-                                                               tmp_path):
+                                                               tmp_path, reverie_env):
     # a VS Code user-data dir outside the agent home: only the editor's own report finds it
     user = tmp_path / "Code - Insiders" / "User"
     storage = user / "workspaceStorage" / "9f86d081884c7d659a2feaa0c55ad015"
@@ -89,3 +90,17 @@ async def test_a_rewritten_copilot_session_reaches_the_pipeline(start_server, wo
     current = await row()
     assert current["agent"] == "copilot-chat" and current["messages"] == 18
     assert (await s.command("reverie.server.status"))["sessionsTracked"] == 1
+
+    # search: the notes update re-indexes the project in the worker, with the editor's places
+    from reverie.config import Settings
+    from reverie.services.search import search_project
+
+    settings = Settings(data_dir=reverie_env["data"], agent_home=reverie_env["agent_home"])
+    found: list[str] = []
+    for _ in range(100):
+        hits = search_project(settings, workspace, "empty cart", update=False).results
+        found = [h.session_id for h in hits if h.kind == "session"]
+        if SESSION_ID in found:
+            break
+        await asyncio.sleep(0.3)
+    assert SESSION_ID in found, found

@@ -98,3 +98,22 @@ def test_no_repository_is_claimed_that_does_not_exist() -> None:
     readme = (CLIENT / "README.md").read_text()
     assert "no public repository" in readme and "bundled/libs/py/reverie" in readme
     assert "github.com" not in readme and "in the Reverie repository" not in readme
+
+
+def test_every_agent_has_its_icon_in_the_sessions_view() -> None:
+    """``AGENT_ICONS`` (sidebar.ts) names a codicon for every agent id the server reports, the
+    editor's own agents included; the connect picker names every connectable agent."""
+    from typing import get_args
+
+    from reverie.types import CONNECTABLE_AGENTS, AgentName
+
+    sidebar = (CLIENT / "src" / "sidebar.ts").read_text()
+    body = re.search(r"AGENT_ICONS[^=]*= \{(.*?)\};", sidebar, re.S)
+    assert body
+    icons = dict(re.findall(r"['\"]?([\w-]+)['\"]?: '([\w-]+)'", body.group(1)))
+    assert set(get_args(AgentName)) <= set(icons)
+    assert icons["copilot-chat"] == "copilot"
+    connect = (CLIENT / "src" / "connect.ts").read_text()
+    names = re.search(r"AGENT_NAMES[^=]*= \{(.*?)\};", connect, re.S)
+    assert names
+    assert set(CONNECTABLE_AGENTS) == set(re.findall(r"['\"]?([\w-]+)['\"]?: '", names.group(1)))

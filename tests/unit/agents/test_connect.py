@@ -58,12 +58,30 @@ USER_FILES = {
                                      b'"command": "notify-send done"}]}]}}'},
     "gemini": {"~/.gemini/GEMINI.md": b"Be brief."},
     "aider": {".aider.conf.yml": b"model: sonnet\nread:\n  - CONVENTIONS.md\n"},
-    # the editor's agents: Reverie writes a file of its own beside the user's
+    # the editor's agents: Reverie writes a file of its own beside the user's, and its MCP
+    # server into the settings the extension keeps (with the user's own servers in them)
     "copilot-chat": {"~/.config/Code/User/prompts/style.instructions.md":
-                         b"---\napplyTo: '**/*.py'\n---\nUse type hints.\n"},
-    "cline": {"~/Documents/Cline/Rules/style.md": b"Prefer small commits.\n"},
-    "roo-code": {"~/.roo/rules/style.md": b"Prefer small commits.\n"},
-    "continue": {"~/.continue/rules/style.md": b"---\nalwaysApply: true\n---\nBe brief.\n"},
+                         b"---\napplyTo: '**/*.py'\n---\nUse type hints.\n",
+                     "~/.copilot/hooks/format.json":
+                         b'{"hooks": {"PostToolUse": [{"type": "command", '
+                         b'"command": "npx prettier --write ."}]}}\n'},
+    "cline": {"~/Documents/Cline/Rules/style.md": b"Prefer small commits.\n",
+              "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/"
+              "cline_mcp_settings.json":
+                  b'{\n  "mcpServers": {\n    "github": {\n      "command": "npx",\n'
+                  b'      "args": ["-y", "@modelcontextprotocol/server-github"],\n'
+                  b'      "disabled": false,\n      "autoApprove": []\n    }\n  }\n}'},
+    "roo-code": {"~/.roo/rules/style.md": b"Prefer small commits.\n",
+                 "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/"
+                 "mcp_settings.json":
+                     b'{\n\t"mcpServers": {\n\t\t"fs": {"command": "uvx", "args": '
+                     b'["mcp-server-fs"], "alwaysAllow": []}\n\t}\n}\n'},
+    "kilo-code": {"~/.kilocode/rules/style.md": b"Prefer small commits.\n",
+                  "~/.config/Code/User/globalStorage/kilocode.kilo-code/settings/"
+                  "mcp_settings.json": b'{"mcpServers": {}}'},
+    "continue": {"~/.continue/rules/style.md": b"---\nalwaysApply: true\n---\nBe brief.\n",
+                 "~/.continue/mcpServers/sqlite.json":
+                     b'{"mcpServers": {"sqlite": {"command": "uvx", "args": ["mcp-sqlite"]}}}'},
 }
 
 
@@ -322,7 +340,9 @@ def test_disconnect_without_the_ledger_finds_the_blocks(ws: Path, home: Path,
     (memory_dir / ".reverie" / "connections.json").unlink()
     disconnect("codex", ws, settings)
     assert (home / ".codex" / "AGENTS.md").read_text() == "top\n"
-    assert "reverie hook" not in (home / ".codex" / "hooks.json").read_text()
+    # hooks.json is shared by every workspace's connection: the machine-wide record of its
+    # users knows connect created it, so it goes again
+    assert not (home / ".codex" / "hooks.json").exists()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -409,6 +429,7 @@ def test_editor_agents_get_a_rules_file_of_reverie_s_own(ws: Path, home: Path,
         "copilot-chat": home / ".config/Code/User/prompts" / f"reverie-{key}.instructions.md",
         "cline": home / "Documents/Cline/Rules" / f"reverie-{key}.md",
         "roo-code": home / ".roo/rules" / f"reverie-{key}.md",
+        "kilo-code": home / ".kilocode/rules" / f"reverie-{key}.md",
         "continue": home / ".continue/rules" / f"reverie-{key}.md",
     }
     for agent, path in expected.items():
@@ -440,6 +461,7 @@ def test_editor_agents_project_scope(ws: Path, settings: Settings) -> None:
         "copilot-chat": ws / ".github" / "copilot-instructions.md",
         "cline": ws / ".clinerules" / "reverie-memory.md",
         "roo-code": ws / ".roo" / "rules" / "reverie-memory.md",
+        "kilo-code": ws / ".kilocode" / "rules" / "reverie-memory.md",
         "continue": ws / ".continue" / "rules" / "reverie-memory.md",
     }
     for agent, path in places.items():
@@ -458,4 +480,4 @@ def test_sessions_of_editor_agents_offer_their_connection() -> None:
     from reverie.agents.connection import agents_of
 
     assert agents_of(["copilot-chat", "kilo-code", "continue", "gemini-cli"]) == [
-        "gemini", "copilot-chat", "continue"]
+        "gemini", "copilot-chat", "kilo-code", "continue"]

@@ -57,12 +57,12 @@ async def test_retire_now_and_undo(setup: tuple[Settings, GitWorkspace, Path]) -
     settings, ws, memory = setup
     writer = MemoryWriter()
     result = await decide_fact(writer, settings, ws.root, "code.md", 7, "retire")
-    assert result.record is not None and result.record.source == "manual"
+    assert result.record is not None and result.record.source == "curate"
     text = (memory / "code.md").read_text()
     assert text.index("## Retired") < text.index("Money helpers")
     assert "renamed to `src/lib/currency.ts`" in text
     assert stale(memory, ws) == []
-    assert MemoryHistory(memory).runs()[0].summary == "retired a fact of code.md"
+    assert MemoryHistory(memory).runs()[0].summary == "retire a stale fact of code.md"
     await undo_run(writer, memory, result.run_id)
     assert (memory / "code.md").read_text() == TOPIC
 

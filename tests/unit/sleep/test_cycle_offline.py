@@ -186,3 +186,32 @@ async def test_a_failed_cycle_still_counts_as_tonights_attempt(workspace) -> Non
     assert state.last_run_date == date.today()
     assert state.last_error and "ANTHROPIC_API_KEY" in state.last_error
     assert [e.type for e in events.events] == ["start", "error"]
+
+
+async def test_the_editor_s_own_sessions_are_reviewed_too(workspace, transcripts_dir: Path,
+                                                          tmp_path: Path) -> None:
+    """A Copilot Chat session in the storage folder the running editor reported (a VS Code
+    the platform defaults do not name: code-server here) is one of the day's sessions."""
+    from reverie.transcripts.editor_places import EditorPlaces
+
+    user = tmp_path / "code-server" / "User"
+    storage = user / "workspaceStorage" / "0f3c"
+    (storage / "chatSessions").mkdir(parents=True)
+    (storage / "workspace.json").write_text(json.dumps({"folder": workspace.root.as_uri()}))
+    source = next((transcripts_dir / "copilot-chat" / "git-ai" / "chatSessions").iterdir())
+    chat = storage / "chatSessions" / source.name
+    chat.write_bytes(source.read_bytes())
+    when = datetime.now().timestamp() - 1800
+    os.utime(chat, (when, when))
+    editor = EditorPlaces.detect(workspace.agent_home).with_editor_storage(
+        (storage / "reverie.reverie").as_uri(), None)
+    settings = Settings()
+    without = await SleepCycle(settings, tracer=log_tracer()).run(workspace.root)
+    assert without.sessions_found == 2
+    report = await SleepCycle(settings, tracer=log_tracer(), editor=editor).run(
+        workspace.root, date.today())
+    assert report.sessions_found == without.sessions_found + 1
+    assert report.summaries_ok == report.sessions_found
+    assert report.journal_path is not None
+    assert "Asked: " + json.loads(source.read_text())["requests"][0]["message"]["text"][:30] \
+        in report.journal_path.read_text()

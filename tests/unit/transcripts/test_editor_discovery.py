@@ -208,6 +208,39 @@ def test_old_cline_history_in_vscode_global_state(home: Path, workspace: Path) -
     assert [(r.agent, r.session_id) for r in refs] == [("cline", "333")]
 
 
+CLINE4 = FIX / "cline/cline-sdk-4/sessions/1784094124598_rruoq"
+
+
+def test_cline_4_sessions_by_their_manifest(home: Path, workspace: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cline 4 keeps sessions in its own data folder, VS Code's included; the manifest beside
+    the conversation names the workspace. Sub-agents' files are not sessions of their own."""
+    sessions = home / ".cline" / "data" / "sessions"
+    mine = sessions / CLINE4.name
+    shutil.copytree(CLINE4, mine)
+    manifest = mine / f"{CLINE4.name}.json"
+    manifest.write_text(manifest.read_text().replace("/Users/example/dev/cline", str(workspace)))
+    put(mine / f"{CLINE4.name}.messages.json", mine, "agent_7.messages.json")  # a sub-agent
+    other = sessions / "1784000000000_other"
+    shutil.copytree(CLINE4, other)
+    for path in other.iterdir():
+        path.rename(other / path.name.replace(CLINE4.name, other.name))
+    refs = discover_sessions(workspace, home)
+    assert [(r.agent, r.session_id, r.cwd) for r in refs] == [
+        ("cline", CLINE4.name, str(workspace))]
+    messages = mine / f"{CLINE4.name}.messages.json"
+    assert session_ref(messages, workspace, home) is not None
+    assert session_ref(mine / "agent_7.messages.json", workspace, home) is None
+    assert session_ref(other / f"{other.name}.messages.json", workspace, home) is None
+    assert sessions in editor_watch_roots(workspace, EditorPlaces.detect(home))
+    # CLINE_SESSION_DATA_DIR / CLINE_DATA_DIR / CLINE_DIR move it (the user's real home only)
+    moved = EditorPlaces.detect(Path.home(), env={"CLINE_DIR": str(tmp_path / "cl")})
+    assert moved.cline_sessions_dir() == tmp_path / "cl" / "data" / "sessions"
+    moved = EditorPlaces.detect(Path.home(), env={"CLINE_DIR": str(tmp_path / "cl"),
+                                                  "CLINE_SESSION_DATA_DIR": str(tmp_path / "s")})
+    assert moved.cline_sessions_dir() == tmp_path / "s"
+
+
 def test_continue_sessions(home: Path, workspace: Path, tmp_path: Path) -> None:
     sessions = home / ".continue" / "sessions"
     ide = put(CONTINUE_IDE, sessions)

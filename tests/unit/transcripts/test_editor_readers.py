@@ -24,11 +24,16 @@ COPILOT_BUILT = (FIX / "copilot-chat/source-types/chatSessions/"
                  "5a0e6c1d-7b2f-4e39-8d14-3f9c2b7a6e50.json")
 COPILOT_BUILT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
                      "9d4c2b1a-3e5f-4a6b-8c7d-1e2f3a4b5c6d.jsonl")
+COPILOT_EVENTS = sorted((FIX / "copilot-chat/git-ai-vscode-1.119").rglob("*.jsonl"))
+COPILOT_LOOKUP = sorted((FIX / "copilot-chat/git-ai-lookup/chatSessions").iterdir())
+COPILOT_RAJBOS = sorted((FIX / "copilot-chat/rajbos-synthetic/chatSessions").iterdir())
 CLINE = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000/ui_messages.json"
 ROO = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
        "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
 KILO = (FIX / "kilo-code/source-types/kilocode.kilo-code/tasks/"
         "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0/ui_messages.json")
+CLINE4 = (FIX / "cline/cline-sdk-4/sessions/1784094124598_rruoq/"
+          "1784094124598_rruoq.messages.json")
 CONTINUE_CLI = FIX / "continue/git-ai/sessions/2dbfd673-096d-4773-b5f3-9023894a7355.json"
 CONTINUE_IDE = FIX / "continue/source-types/sessions/3c1d9a44-2f7e-4b8a-9c61-0d5e4f3a2b1c.json"
 
@@ -86,7 +91,9 @@ def _copilot_counts(state: dict[str, Any]) -> tuple[int, set[str]]:
     return calls, files
 
 
-@pytest.mark.parametrize("path", [COPILOT_JSON, COPILOT_LOG, COPILOT_ONE_LINE, COPILOT_BUILT])
+@pytest.mark.parametrize("path", [COPILOT_JSON, COPILOT_LOG, COPILOT_ONE_LINE, COPILOT_BUILT,
+                                  *COPILOT_LOOKUP, *COPILOT_RAJBOS],
+                         ids=lambda p: p.name[:24])
 def test_copilot_counts_match_an_independent_count(path: Path) -> None:
     state = _copilot_state(path)
     calls, files = _copilot_counts(state)
@@ -96,8 +103,41 @@ def test_copilot_counts_match_an_independent_count(path: Path) -> None:
     assert stats["tool_calls"] == calls
     assert set(stats["files"]) == files
     assert [m.text for m in t.messages if m.role == "user"] == [
-        r["message"]["text"] for r in state["requests"]]
+        r.get("message", {}).get("text", "") for r in state["requests"]]
     assert t.session.id == state.get("sessionId", path.stem)
+    assert stats["skipped"] == 0
+
+
+@pytest.mark.parametrize("path", COPILOT_EVENTS, ids=lambda p: p.name[:12])
+def test_copilot_event_logs_match_an_independent_count(path: Path) -> None:
+    """The Copilot extension's own event log: each call once (the model's request, else its
+    execution), files from the calls' file arguments and the patches they apply."""
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    requested = {r["toolCallId"] for e in events if e["type"] == "assistant.message"
+                 for r in e["data"].get("toolRequests", [])}
+    started = {e["data"]["toolCallId"] for e in events if e["type"] == "tool.execution_start"}
+    files: set[str] = set()
+    for e in events:
+        for args in ([json.loads(r["arguments"]) for r in e["data"].get("toolRequests", [])]
+                     if e["type"] == "assistant.message" else
+                     [e["data"]["arguments"]] if e["type"] == "tool.execution_start" else []):
+            args = args if isinstance(args, dict) else {}
+            if "filePath" in args:
+                files.add(args["filePath"])
+            files.update(line.removeprefix("*** Update File: ")
+                         for line in args.get("input", "").splitlines()
+                         if line.startswith("*** Update File: "))
+    t = load_transcript(path)
+    stats = transcript_stats(t)
+    assert detect_agent(path) == "copilot-chat" and t.session.agent == "copilot-chat"
+    assert t.session.id == events[0]["data"]["sessionId"]
+    assert t.session.cwd == "/Users/test/project"  # from the storage folder's workspace.json
+    assert stats["tool_calls"] == len(requested | started)
+    assert set(stats["files"]) == files
+    assert [m.text for m in t.messages if m.role == "user"] == [
+        e["data"]["content"] for e in events if e["type"] == "user.message"]
+    assert stats["tool_errors"] == sum(1 for e in events if e["type"] == "tool.execution_complete"
+                                       and not e["data"]["success"])
     assert stats["skipped"] == 0
 
 
@@ -174,6 +214,41 @@ def test_cline_family_counts_match_an_independent_count(path: Path, agent: str) 
     assert stats["skipped"] == 0
 
 
+def test_cline_4_sessions_match_an_independent_count() -> None:
+    """Cline 4's SDK session (a real one): calls are ``tool_use`` blocks, results
+    ``tool_result`` blocks, files the paths the tools name, tokens the messages' metrics."""
+    raw = json.loads(CLINE4.read_text())
+    blocks = [(m, b) for m in raw["messages"] for b in m["content"] if isinstance(b, dict)]
+    uses = [b for _, b in blocks if b["type"] == "tool_use"]
+    files: set[str] = set()
+    for use in uses:
+        args = use["input"] if isinstance(use["input"], dict) else json.loads(use["input"])
+        if "path" in args:
+            files.add(args["path"])
+        for item in args.get("files", []):
+            files.add(item if isinstance(item, str) else item["path"])
+    t = load_transcript(CLINE4)
+    stats = transcript_stats(t)
+    assert detect_agent(CLINE4) == "cline" and t.session.id == raw["sessionId"]
+    assert t.session.cwd == "/Users/example/dev/cline"  # from the manifest beside it
+    assert stats["tool_calls"] == len(uses) == 11
+    assert set(stats["files"]) == files
+    assert stats["tool_errors"] == sum(1 for _, b in blocks if b["type"] == "tool_result"
+                                       and b.get("is_error"))
+    metrics = [m["metrics"] for m in raw["messages"] if "metrics" in m]
+    assert sum(m.usage.output_tokens for m in t.messages if m.usage) == sum(
+        x["outputTokens"] for x in metrics)
+    # inputTokens is the whole prompt, the cached part included: context = prompt + output
+    assert sum(m.usage.context_tokens for m in t.messages if m.usage) == sum(
+        x["inputTokens"] + x["cacheWriteTokens"] + x["outputTokens"] for x in metrics)
+    assert sum(m.usage.cache_read_tokens for m in t.messages if m.usage) == sum(
+        x["cacheReadTokens"] for x in metrics)
+    users = [b["text"] for m, b in blocks if m["role"] == "user" and b["type"] == "text"]
+    assert [m.text for m in t.messages if m.role == "user"] == users
+    assert t.stats.ignored == 1  # the attached file's text (the tool reads it)
+    assert stats["skipped"] == 0
+
+
 def test_cline_commands_and_results() -> None:
     t = load_transcript(ROO)
     calls = {c.id: c for m in t.messages for c in m.tool_calls}
@@ -221,7 +296,17 @@ PINNED = {
     ROO: (13, 4, 1, 2, 1),
     KILO: (7, 4, 0, 2, 1),
     CONTINUE_CLI: (6, 2, 0, 1, 0),
+    CLINE4: (32, 11, 0, 2, 1),
     CONTINUE_IDE: (8, 3, 1, 1, 2),
+    # the Copilot extension's event logs: calls from the model's requests (one from its
+    # execution only), turn markers ignored
+    COPILOT_EVENTS[0]: (5, 2, 0, 1, 7),
+    COPILOT_EVENTS[1]: (3, 1, 0, 1, 1),
+    # git-ai's lookup fragments: one request each, no message text, no response
+    **{path: (1, 0, 0, 0, 0) for path in COPILOT_LOOKUP},
+    # rajbos' hand-written sessions: markdown answers only
+    **dict(zip(COPILOT_RAJBOS, [(10, 0, 0, 0, 0), (6, 0, 0, 0, 0), (6, 0, 0, 0, 1),
+                                (4, 0, 0, 0, 0), (6, 0, 0, 0, 0)], strict=True)),
 }
 
 
@@ -257,6 +342,17 @@ def test_unknown_kinds_and_fields_are_counted_and_skipped(tmp_path: Path) -> Non
     task.write_text(json.dumps(rows))
     t = load_transcript(task)
     assert t.stats.skipped == 2 and transcript_stats(t)["tool_calls"] == 4
+
+    events = tmp_path / "GitHub.copilot-chat" / "transcripts" / "e.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_text(COPILOT_EVENTS[0].read_text()
+                      + '{"type":"assistant.hologram","data":{},"id":"x1"}\n'
+                      + '{"type":"tool.execution_start","data":{"toolCallId":"t9",'
+                        '"toolName":"run_in_terminal","arguments":{"command":"ls"},'
+                        '"futureField":1},"id":"x2","brandNew":true}\n')
+    t = load_transcript(events)
+    assert t.stats.skipped == 1 and "assistant.hologram" in t.stats.errors[0]
+    assert transcript_stats(t)["tool_calls"] == 3  # the new call is read, the new kind skipped
 
     log = tmp_path / "chatSessions" / "drift.jsonl"
     log.write_text(COPILOT_LOG.read_text() + '{"kind":9,"k":["x"],"v":1}\n'

@@ -133,3 +133,29 @@ def test_a_task_renamed_over_and_a_restarted_tail(tmp_path: Path) -> None:
     third = restored.read_new()
     check_reports(first + second + third, load_transcript(task).messages)
     assert third and {m.id for m in third}.isdisjoint({m.id for m in first + second})
+
+
+def test_a_cline_4_session_rewritten_as_it_runs(tmp_path: Path) -> None:
+    """Cline 4 rewrites ``<id>.messages.json`` whole after each message; its manifest beside it
+    gives the workspace."""
+    source = next((FIX / "cline" / "cline-sdk-4").rglob("*.messages.json"))
+    folder = tmp_path / "sessions" / source.parent.name
+    folder.mkdir(parents=True)
+    for other in source.parent.iterdir():
+        if other != source:
+            (folder / other.name).write_bytes(other.read_bytes())
+    session = json.loads(source.read_text())
+    path = folder / source.name
+    path.write_bytes(b"")
+    tail = TranscriptTail(path, agent="cline")
+    reports: list[Message] = []
+    for count in range(1, len(session["messages"]) + 1):
+        snapshot = {**session, "messages": session["messages"][:count]}
+        with path.open("r+b") as handle:
+            handle.truncate(0)
+            handle.write(json.dumps(snapshot, indent="\t").encode())
+        reports += tail.read_new()
+    assert tail.read_new() == []
+    final = load_transcript(path).messages
+    check_reports(reports, final)
+    assert tail.session.cwd == "/Users/example/dev/cline" and len(final) == 32

@@ -181,7 +181,7 @@ export interface ConnectAgentArgs {
  * `connectAgent` / `disconnectAgent` (`reverie.agents.results.ConnectResult`).
  */
 export interface ConnectAgentResult {
-  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "kilo-code" | "continue";
   workspace: string;
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
@@ -210,7 +210,7 @@ export interface ConnectedAgent {
 }
 
 export interface Connection {
-  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue";
+  agent: "claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "kilo-code" | "continue";
   scope: "personal" | "project";
   mode: "import" | "copy" | "reference" | "none";
   connectedAt: string;
@@ -234,7 +234,7 @@ export interface ConnectionsResult {
   workspace: string;
   memoryDir: string;
   connections: Connection[];
-  detected: ("claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "continue")[];
+  detected: ("claude-code" | "codex" | "gemini" | "aider" | "copilot-chat" | "cline" | "roo-code" | "kilo-code" | "continue")[];
 }
 
 /**

@@ -28,8 +28,10 @@ async def connect_agent(tracker: WorkspaceContext, agent: str, scope: str,
     """``reverie connect --json`` for this folder (``dry_run``: the diff, nothing written)."""
     from reverie.agents.connection import connect
 
+    # the editor's own VS Code first: its agents are connected where this editor keeps them
+    user_dirs = tracker.server.editor_places().user_dirs
     result = await asyncio.to_thread(connect, agent, tracker.folder, scope, tracker.settings,
-                                     dry_run)
+                                     dry_run, user_dirs)
     tracker.connections_cache = None
     return result.as_json()
 
@@ -40,7 +42,7 @@ async def disconnect_agent(tracker: WorkspaceContext, agent: str,
     from reverie.agents.connection import disconnect
 
     result = await asyncio.to_thread(disconnect, agent, tracker.folder, tracker.settings,
-                                     dry_run)
+                                     dry_run, tracker.server.editor_places().user_dirs)
     tracker.connections_cache = None
     return result.as_json()
 

@@ -58,7 +58,8 @@ class SearchIndexUpdates:
         try:
             while True:
                 self._indexing[folder] = False
-                await self.server.workers.notes_call(index_after_apply, tracker.settings, folder)
+                await self.server.workers.notes_call(index_after_apply, tracker.settings,
+                                                     folder, self.server.editor_places())
                 if not self._indexing.get(folder):
                     break
         finally:
