@@ -155,6 +155,33 @@ def test_the_memory_view_counts_what_the_problems_panel_lists(
     for name in ("build-and-test.md", "conventions.md"):
         row = view.locator(".monaco-list-row[aria-level='1']", has_text=name).first
         assert "problem" not in row.inner_text(), row.inner_text()
+
+    # the over-long entry's quick fix: shortened, its full text kept in its topic file
+    memory = memory_dir_of(code_server)
+    line = INDEX.splitlines().index(LONG) + 1
+    page.locator(".editor-instance .monaco-editor").first.click()
+    run_command(page, "Go to Line/Column...")
+    page.keyboard.type(f"{line}:3")
+    page.keyboard.press("Enter")
+    menu = page.locator(".action-widget, .context-view")
+    shorten = menu.locator(".monaco-list-row, .action-item",
+                           has_text="Shorten the entry to 150 characters").first
+    try:
+        workbench.code_actions(page, shorten)
+        expect(menu.locator(".monaco-list-row, .action-item",
+                            has_text="Open the topic release.md").first).to_be_visible()
+    finally:
+        shot(page, artifacts, "15h-quick-fix-shorten")
+    _choose_focused(page, menu, "Shorten the entry")
+    page.wait_for_timeout(500)
+    run_command(page, "File: Save All Files")
+    deadline = time.monotonic() + 20
+    while len((memory / "MEMORY.md").read_text().splitlines()[line - 1]) > 150:
+        assert time.monotonic() < deadline, (memory / "MEMORY.md").read_text()
+        time.sleep(0.3)
+    assert "> From the index: [Release](release.md)" in (memory / "release.md").read_text()
+    expect(index).to_contain_text("2 problems", timeout=30_000)
+    expect(file_row.locator(".monaco-count-badge")).to_have_text("2", timeout=30_000)
     run_command(page, "View: Close All Editors")
 
 

@@ -38,6 +38,7 @@ DOC_SHOTS = {
     "06b-counts-match",
     "15f-code-action-curation",
     "15g-entry-context-menu",
+    "15h-quick-fix-shorten",
     "22-agent-proposal",
     "22b-proposal-in-memory-view",
     "22c-proposal-diff",
