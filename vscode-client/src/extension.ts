@@ -136,7 +136,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (RESTART_SETTING_KEYS.some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`))) {
         current.scheduleRestart('settings changed');
       } else {
-        void current.pushSettings();
+        // the tooltip follows (caps, provider): once the server has pulled the new settings
+        void current.pushSettings().then(() => setTimeout(refreshStatus, 1500));
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => current.scheduleRestart('workspace folders changed')),

@@ -120,9 +120,15 @@ export function attachNotificationHandlers(client: LanguageClient, ctx: CommandC
       ctx.refreshViews();
     }
   });
+  let statusTimer: ReturnType<typeof setTimeout> | undefined;
   client.onNotification(Notifications.jobEvent, (event: JobEventPayload) => {
     status.applyJobEvent(event);
     ctx.jobs.onEvent(event);
+    if (['complete', 'skipped', 'error', 'cancelled'].includes(event.type)) {
+      // what the job spent (the cost governor), the gates: the tooltip is current once it ends
+      clearTimeout(statusTimer);
+      statusTimer = setTimeout(() => ctx.refreshStatus(), 500);
+    }
     if (event.kind === 'dream' && event.type === 'start') {
       void explainFirstDream(ctx, event);
     }

@@ -142,6 +142,19 @@ export function countedProblems(uri: vscode.Uri): vscode.Diagnostic[] {
 }
 
 export class MemoryTree extends ServerTree<MemoryNode> {
+  /** the pending change sets, until the next refresh (diagnostics redraw the counts only) */
+  private pending: StagedReview[] | undefined;
+
+  override refresh(): void {
+    this.pending = undefined;
+    super.refresh();
+  }
+
+  /** The problem counts changed: redraw without asking the server anything new. */
+  redraw(): void {
+    this.emitter.fire(undefined);
+  }
+
   getTreeItem(node: MemoryNode): vscode.TreeItem {
     if ('pending' in node) {
       const n = node.pending.length;
@@ -216,9 +229,12 @@ export class MemoryTree extends ServerTree<MemoryNode> {
       } catch {
         return []; // no memory yet: the welcome content offers a dream
       }
-      const pending = (await this.server.execute<ReviewsResult>(ServerCommands.reviews, workspaceArg())
-        .catch(() => ({ reviews: [] as StagedReview[] }))).reviews;
-      void vscode.commands.executeCommand('setContext', ContextKeys.reviewPending, pending.length > 0);
+      if (this.pending === undefined) { // asked again only after a refresh, not per diagnostic
+        this.pending = (await this.server.execute<ReviewsResult>(ServerCommands.reviews, workspaceArg())
+          .catch(() => ({ reviews: [] as StagedReview[] }))).reviews;
+        void vscode.commands.executeCommand('setContext', ContextKeys.reviewPending, this.pending.length > 0);
+      }
+      const pending = this.pending;
       const top: MemoryNode[] = pending.length ? [{ pending }] : [];
       return [...top, ...entries
         .filter(([name, type]) => type === vscode.FileType.File && name.endsWith('.md'))
@@ -308,7 +324,7 @@ export function createSidebar(server: ReverieServer, log: vscode.LogOutputChanne
     vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions }),
     vscode.window.createTreeView(Views.memory, { treeDataProvider: memory }),
     vscode.window.createTreeView(Views.history, { treeDataProvider: history }),
-    vscode.languages.onDidChangeDiagnostics(() => memory.refresh()),
+    vscode.languages.onDidChangeDiagnostics(() => memory.redraw()),
   ];
   return {
     history,
