@@ -158,7 +158,9 @@ def test_the_memory_view_counts_what_the_problems_panel_lists(
 
     # the over-long entry's quick fix: shortened, its full text kept in its topic file
     memory = memory_dir_of(code_server)
-    line = INDEX.splitlines().index(LONG) + 1
+    assert page.locator(".tabs-container .tab.dirty").count() == 0
+    # the line as the file reads now (the editor shows the file as it is on disk)
+    line = (memory / "MEMORY.md").read_text().splitlines().index(LONG) + 1
     page.locator(".editor-instance .monaco-editor").first.click()
     run_command(page, "Go to Line/Column...")
     page.keyboard.type(f"{line}:3")
