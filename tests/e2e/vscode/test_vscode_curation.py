@@ -453,6 +453,7 @@ def test_the_cost_governor_estimates_skips_over_the_cap_and_shows_the_spend(
                 except AssertionError:
                     if time.monotonic() > deadline:
                         raise
+            page.wait_for_timeout(800)  # the hover's fade-in
             shot(page, artifacts, "20c-spend-tooltip")
             page.mouse.move(700, 400)
         finally:
