@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "pin": "pin",
     "apply": "apply",
     "discard": "discard",
+    "review": "review",
     "search": "search",
     "mcp": "mcp",
     "check": "check",

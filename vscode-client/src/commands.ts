@@ -5,6 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 
+import { showAgentContext } from './agentContext';
 import { type ReverieServer, ServerCommandError } from './client';
 import { connectAgent, disconnectAgent } from './connect';
 import { curateEntry } from './curation';
@@ -18,6 +19,7 @@ import {
   type SessionNotesResult,
   type SessionRow,
   type SessionsResult,
+  type StatusResult,
   type UndoResult,
 } from './generated/protocol';
 import { type HistoryDocuments } from './history';
@@ -77,6 +79,7 @@ export const GATE_TEXT: Record<string, string> = {
   session_gate: 'waiting for more sessions',
   lock_busy: 'another process is dreaming',
   disabled: 'automatic dreams are off',
+  scan_throttle: 'sessions were counted a moment ago; they are counted again shortly',
 };
 
 export function lockSummary(lock: LockStatusResult): { title: string; detail: string } {
@@ -85,7 +88,7 @@ export function lockSummary(lock: LockStatusResult): { title: string; detail: st
     `Last dream: ${lock.lastConsolidatedAt ? formatWhen(new Date(lock.lastConsolidatedAt)) : 'never'}`,
     `Hours since: ${lock.hoursSince !== null ? lock.hoursSince.toFixed(1) : 'n/a'}`,
     `Sessions since: ${lock.sessionsSince ?? 'n/a'}`,
-    `Next gate: ${GATE_TEXT[lock.nextGate] ?? lock.nextGate}`,
+    `Next gate: ${GATE_TEXT[lock.nextGate] ?? lock.nextGate.replace(/_/g, ' ')}`,
     `Memory: ${lock.memoryDir}`,
   ];
   return { title, detail: lines.join('\n') };
@@ -215,6 +218,21 @@ async function openSessionNotes(ctx: CommandContext, sessionId?: string, title?:
   await vscode.window.showTextDocument(doc, { preview: false });
 }
 
+/** The cost governor's pre-run estimate of a dream, for a model-backed provider (else ''). */
+export function dreamEstimate(status: StatusResult | undefined): string {
+  const spend = status?.spend;
+  if (!status || status.offline || !spend) {
+    return '';
+  }
+  const tokens = spend.estimates.dream;
+  const cost = spend.estimatedCosts.dream;
+  if (tokens === undefined) {
+    return '';
+  }
+  const price = cost !== null && cost !== undefined ? ` (about $${cost.toFixed(2)})` : '';
+  return `. Estimated: about ${tokens.toLocaleString('en-US')} tokens${price}; ${spend.summary}.`;
+}
+
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const { server } = ctx;
   const register = (id: string, what: string, body: (arg?: unknown) => Promise<unknown>): vscode.Disposable =>
@@ -222,9 +240,10 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
 
   return [
     register(Commands.dreamNow, 'Dream Now', async () => {
+      const status = await server.execute<StatusResult>(ServerCommands.status).catch(() => undefined);
       const extra = await vscode.window.showInputBox({
         title: 'Reverie: Dream Now',
-        prompt: 'Anything the dream should know or focus on? (optional; Enter to start)',
+        prompt: `Anything the dream should know or focus on? (optional; Enter to start)${dreamEstimate(status)}`,
         placeHolder: 'e.g. we switched from REST to gRPC this week',
         ignoreFocusOut: true,
       });
@@ -326,12 +345,13 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     register(Commands.connectAgent, 'Connect Agent', () => connectAgent(ctx)),
     register(Commands.disconnectAgent, 'Disconnect Agent', () => disconnectAgent(ctx)),
     register(Commands.chooseProvider, 'Choose Model Provider', () => chooseProvider(ctx)),
-    register(Commands.reviewChanges, 'Review Dream Changes', () => reviewChanges(ctx)),
+    register(Commands.reviewChanges, 'Review Proposed Changes', (arg?: unknown) => reviewChanges(ctx, typeof arg === 'string' ? arg : undefined)),
     register(Commands.forgetEntry, 'Forget', (arg?: unknown) => curateEntry(ctx, 'forget', arg)),
     register(Commands.pinEntry, 'Pin', (arg?: unknown) => curateEntry(ctx, 'pin', arg)),
     register(Commands.unpinEntry, 'Unpin', (arg?: unknown) => curateEntry(ctx, 'unpin', arg)),
     register(Commands.editEntry, 'Edit', (arg?: unknown) => curateEntry(ctx, 'edit', arg)),
     register(Commands.moveEntry, 'Move', (arg?: unknown) => curateEntry(ctx, 'move', arg)),
     register(Commands.testModelConnection, 'Test Model Connection', () => testModel(ctx)),
+    register(Commands.showAgentContext, 'Show What Agents Load', () => showAgentContext(ctx)),
   ];
 }

@@ -42,6 +42,7 @@ export const Commands = {
   editEntry: 'reverie.editEntry',
   moveEntry: 'reverie.moveEntry',
   reviewChanges: 'reverie.reviewChanges',
+  showAgentContext: 'reverie.showAgentContext',
 } as const;
 
 /** Context keys (package.json `when` clauses). */
@@ -51,6 +52,7 @@ export const ContextKeys = {
   pythonMissing: 'reverie.pythonMissing',
   jobRunning: 'reverie.jobRunning',
   canRedo: 'reverie.canRedo',
+  reviewPending: 'reverie.reviewPending',
 } as const;
 
 /** Views of the Reverie sidebar. */

@@ -10,13 +10,14 @@ import { registerCommands, type CommandContext } from './commands';
 import { offerConnection } from './connect';
 import { API_KEY_SECRET, Commands, ContextKeys, HISTORY_SCHEME, NOTES_SCHEME, OUTPUT_CHANNEL, PREVIEW_SCHEME, RESTART_SETTING_KEYS, SETTINGS_SECTION, ServerCommands } from './constants';
 import { GateLenses } from './gateLens';
-import type { LockStatusResult, StatusResult } from './generated/protocol';
+import type { HistoryResult, LockStatusResult, StatusResult } from './generated/protocol';
 import { HistoryDocuments } from './history';
 import { JobTracker } from './jobs';
 import { offerWalkthrough, showMenu } from './menu';
 import { NotesFileSystem } from './notesDocuments';
 import { PreviewDocuments } from './preview';
 import { MemoryQuickFixes } from './quickFixes';
+import { ProposalWatcher } from './review';
 import { attachNotificationHandlers, attachShowMessage } from './notifications';
 import { onInterpreterChanged } from './python';
 import { createSidebar, workspaceArg } from './sidebar';
@@ -53,7 +54,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       current.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg()).then((lock) => {
         memoryDir = lock.memoryDir;
         status.applyLock(lock, result.pid);
+        void proposals.watch(lock.memoryDir);
       }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+      current.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 }).then(
+        (history) => status.applyHistory(history.runs), (error: unknown) => log.warn(`history: ${String(error)}`));
     }, (error: unknown) => log.warn(`status: ${String(error)}`));
   };
   const ctx: CommandContext = {
@@ -62,6 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     refreshStatus,
     state: { global: context.globalState, workspace: context.workspaceState },
   };
+  const proposals = new ProposalWatcher(ctx);
   const setContext = (key: string, value: unknown): void => {
     void vscode.commands.executeCommand('setContext', key, value);
   };
@@ -77,6 +82,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     history,
     previews,
     gates,
+    proposals,
     vscode.workspace.registerTextDocumentContentProvider(HISTORY_SCHEME, history),
     vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, previews),
     notes,
@@ -111,7 +117,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
               (lock) => {
                 memoryDir = lock.memoryDir;
                 status.applyLock(lock, result.pid);
+                void proposals.watch(lock.memoryDir);
               }, (error: unknown) => log.warn(`lock status: ${String(error)}`));
+            current.execute<HistoryResult>(ServerCommands.history, { ...workspaceArg(), limit: 100 }).then(
+              (history) => status.applyHistory(history.runs), (error: unknown) => log.warn(`history: ${String(error)}`));
             // the first start makes one offer: connecting the agents found (with the tour), else the tour
             offerConnection(ctx, result)
               .then((offered) => (offered ? undefined : offerWalkthrough(context.globalState)))
@@ -127,7 +136,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (RESTART_SETTING_KEYS.some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`))) {
         current.scheduleRestart('settings changed');
       } else {
-        void current.pushSettings();
+        // the tooltip follows (caps, provider): once the server has pulled the new settings
+        void current.pushSettings().then(() => setTimeout(refreshStatus, 1500));
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => current.scheduleRestart('workspace folders changed')),

@@ -103,7 +103,7 @@ export class JobTracker implements vscode.Disposable {
     } else if (event.type === 'skipped') {
       // a dream that could not run for want of a model or the lock is a warning; a gate, information
       const reason = typeof event.payload.reason === 'string' ? event.payload.reason : '';
-      const level = ['missing_llm_client', 'missing_llm', 'lock_busy'].includes(reason) ? 'warning' : 'info';
+      const level = ['missing_llm_client', 'missing_llm', 'lock_busy', 'over_budget'].includes(reason) ? 'warning' : 'info';
       await showProblem(level, reasonText ? `The ${what} did not run: ${reasonText}` : message || `${what} skipped`, this.log);
     } else if (event.type === 'cancelled') {
       void vscode.window.showInformationMessage(`Reverie: the ${what} was cancelled; memory is as it was.`);

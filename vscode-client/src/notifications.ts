@@ -109,7 +109,7 @@ async function explainFirstDream(ctx: CommandContext, event: JobEventPayload): P
 /** Handlers attached before each client starts (vscode-languageclient re-applies them). */
 export function attachNotificationHandlers(client: LanguageClient, ctx: CommandContext, status: ReverieStatusBar): void {
   client.onNotification(Notifications.memorySaved, (event: MemorySaved) => {
-    status.noteDreamFinished();
+    status.noteMemorySaved(event.source);
     ctx.refreshViews();
     void onMemorySaved(ctx, event);
   });
@@ -120,9 +120,15 @@ export function attachNotificationHandlers(client: LanguageClient, ctx: CommandC
       ctx.refreshViews();
     }
   });
+  let statusTimer: ReturnType<typeof setTimeout> | undefined;
   client.onNotification(Notifications.jobEvent, (event: JobEventPayload) => {
     status.applyJobEvent(event);
     ctx.jobs.onEvent(event);
+    if (['complete', 'skipped', 'error', 'cancelled'].includes(event.type)) {
+      // what the job spent (the cost governor), the gates: the tooltip is current once it ends
+      clearTimeout(statusTimer);
+      statusTimer = setTimeout(() => ctx.refreshStatus(), 500);
+    }
     if (event.kind === 'dream' && event.type === 'start') {
       void explainFirstDream(ctx, event);
     }

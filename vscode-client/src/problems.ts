@@ -23,7 +23,10 @@ export const SKIP_REASONS: Record<string, string> = {
   missing_tools: 'the model cannot call tools',
   threshold: 'not enough new conversation since the last notes',
   coalesced: 'merged into the update already running',
+  over_budget: 'the model budget is used up (reverie.dailyTokenCap, reverie.monthlyTokenCap)',
 };
+
+const PROVIDER_NAMES: Record<string, string> = { openai: 'OpenAI', anthropic: 'Anthropic' };
 
 const MODEL_TROUBLE = /api key|apikey|\b401\b|\b403\b|unauthori[sz]ed|forbidden|no model could|REVERIE_API_KEY|OPENAI_API_KEY|ANTHROPIC_API_KEY|not logged in|missing_llm|invalid x-api-key|authentication/i;
 const SETTING = /\breverie\.([a-zA-Z][\w.]*[a-zA-Z])/;
@@ -39,6 +42,13 @@ export function humanize(message: string): string {
     return `The ${what} was skipped: ${reason}${n ? ` (${n} of ${need ?? '?'})` : ''}`;
   });
   text = text.replace(/\s*\((lock_busy|missing_llm_client|missing_llm)\)/g, '');
+  // the server's advice is for a shell (environment variables); the editor has its own commands
+  text = text.replace(/No API key for the (\w+) provider: set REVERIE_API_KEY or \w+_API_KEY(?: \(or REVERIE_BASE_URL for a local OpenAI-compatible server\))?\.?/g,
+    (_all, provider: string) => `no API key is set for ${PROVIDER_NAMES[provider] ?? provider}${provider === 'openai' ? ' (a local OpenAI-compatible server needs reverie.baseUrl instead)' : ''}`);
+  // REVERIE_MAX_OUTPUT_TOKENS is reverie.maxOutputTokens here; the key is no setting at all
+  text = text.replace(/\b(?:REVERIE|OPENAI|ANTHROPIC)_API_KEY\b/g, 'the API key (Set API Key)');
+  text = text.replace(/\bREVERIE_([A-Z][A-Z0-9_]*)\b/g, (_all, name: string) =>
+    `reverie.${name.toLowerCase().replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())}`);
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -70,10 +80,10 @@ export async function showProblem(level: 'error' | 'warning' | 'info', message: 
   if (recent.size > 50) {
     recent.delete(recent.keys().next().value as string);
   }
-  const actions = [...new Set([...extra, ...actionsFor(message)])];
+  const actions = [...new Set([...extra, ...actionsFor(`${message} ${text}`)])];
   const show = level === 'error' ? vscode.window.showErrorMessage : level === 'warning' ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
   const choice = await show(text, ...actions);
-  await runAction(choice, message, log);
+  await runAction(choice, text, log);
   return choice;
 }
 

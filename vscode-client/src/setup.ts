@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 
 import { type CommandContext } from './commands';
 import { API_KEY_SECRET, Commands, ServerCommands, SETTINGS_SECTION } from './constants';
-import { type ModelTestResult, type ProvidersResult } from './generated/protocol';
+import { type ModelTestResult, type ProvidersResult, type StatusResult } from './generated/protocol';
 import { showProblem } from './problems';
 import { workspaceArg } from './sidebar';
 
@@ -92,8 +92,22 @@ export async function chooseProvider(ctx: CommandContext): Promise<void> {
     void vscode.window.showInformationMessage('Reverie now uses the offline engine: no model, no key, nothing sent anywhere.');
     return;
   }
-  await new Promise((resolve) => setTimeout(resolve, 300)); // the running server applies the settings push
+  await settled(ctx, provider.id, model?.trim() || undefined);
   await testModel(ctx, steps(4));
+}
+
+/** Waits (at most 15 s) until the server uses `provider` and `model`: it pulls changed
+ * settings asynchronously, and the test must not reach the model configured before. */
+async function settled(ctx: CommandContext, provider: string, model: string | undefined): Promise<void> {
+  const deadline = Date.now() + 15000;
+  while (Date.now() < deadline) {
+    const status = await ctx.server.execute<StatusResult>(ServerCommands.status).catch(() => undefined);
+    if (status && status.provider === provider && (!model || status.model === model)) {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  ctx.log.warn(`the server did not report provider ${provider}${model ? ` / ${model}` : ''} within 15 s; testing anyway`);
 }
 
 /** One small request to the model; offline there is nothing to test, and says so. */

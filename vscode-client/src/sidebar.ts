@@ -8,11 +8,11 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 
 import { type ReverieServer } from './client';
-import { Commands, ServerCommands, Views } from './constants';
-import { type HistoryResult, type HistoryRun, type LockStatusResult, type SessionRow, type SessionsResult } from './generated/protocol';
+import { Commands, ContextKeys, ServerCommands, Views } from './constants';
+import { type HistoryResult, type HistoryRun, type LockStatusResult, type ReviewsResult, type SessionRow, type SessionsResult, type StagedReview } from './generated/protocol';
 import { historyUri } from './history';
 import { formatWhen } from './statusBar';
-import { runKind, runTitle } from './words';
+import { proposer, reasonOf, runKind, runTitle } from './words';
 
 /** The folder commands apply to: the active editor's, else the first. */
 export function currentFolder(): vscode.WorkspaceFolder | undefined {
@@ -106,7 +106,16 @@ export interface MemoryEntryNode {
   pinned: boolean;
 }
 
-export type MemoryNode = vscode.Uri | MemoryEntryNode;
+/** The change sets waiting for the person (a dream's review, an agent's proposal), on top. */
+export interface PendingNode {
+  pending: StagedReview[];
+}
+
+export interface ReviewNode {
+  review: StagedReview;
+}
+
+export type MemoryNode = vscode.Uri | MemoryEntryNode | PendingNode | ReviewNode;
 
 export const PIN_MARK = '<!-- pinned -->';
 
@@ -133,7 +142,38 @@ export function countedProblems(uri: vscode.Uri): vscode.Diagnostic[] {
 }
 
 export class MemoryTree extends ServerTree<MemoryNode> {
+  /** the pending change sets, until the next refresh (diagnostics redraw the counts only) */
+  private pending: StagedReview[] | undefined;
+
+  override refresh(): void {
+    this.pending = undefined;
+    super.refresh();
+  }
+
+  /** The problem counts changed: redraw without asking the server anything new. */
+  redraw(): void {
+    this.emitter.fire(undefined);
+  }
+
   getTreeItem(node: MemoryNode): vscode.TreeItem {
+    if ('pending' in node) {
+      const n = node.pending.length;
+      const item = new vscode.TreeItem(`${n} change${n === 1 ? '' : 's'} wait${n === 1 ? 's' : ''} for you`, vscode.TreeItemCollapsibleState.Expanded);
+      item.iconPath = new vscode.ThemeIcon('git-pull-request');
+      item.tooltip = 'Proposed by a dream or an agent; nothing reaches the memory your agents load until you accept it.';
+      item.contextValue = 'pendingReviews';
+      return item;
+    }
+    if ('review' in node) {
+      const r = node.review;
+      const item = new vscode.TreeItem(r.source === 'agent' ? `${proposer(r)}: ${r.summary}` : `${proposer(r)}: ${r.changes.length} file${r.changes.length === 1 ? '' : 's'}`);
+      item.description = formatWhen(new Date(r.createdAt));
+      item.tooltip = r.source === 'agent' ? `Reason: ${reasonOf(r)}` : r.summary;
+      item.iconPath = new vscode.ThemeIcon(r.source === 'agent' ? 'account' : 'sparkle');
+      item.contextValue = 'pendingReview';
+      item.command = { command: Commands.reviewChanges, title: 'Review', arguments: [r.reviewId] };
+      return item;
+    }
     if (!(node instanceof vscode.Uri)) {
       // "- [Title](file.md) - hook" reads "Title — hook"
       const shown = node.text.replace(PIN_MARK, '').replace(/^\s*[-*]\s+/, '').replace(/^\[([^\]]+)\]\([^)]*\)\s*(?:[-—–:]\s*)?/, (_m, title: string) => `${title} — `).replace(/ — $/, '').trim();
@@ -168,6 +208,9 @@ export class MemoryTree extends ServerTree<MemoryNode> {
 
   async getChildren(element?: MemoryNode): Promise<MemoryNode[]> {
     if (element) {
+      if ('pending' in element) {
+        return element.pending.map((review) => ({ review }));
+      }
       if (!(element instanceof vscode.Uri)) {
         return [];
       }
@@ -177,7 +220,7 @@ export class MemoryTree extends ServerTree<MemoryNode> {
         return [];
       }
     }
-    return this.guarded('memory files', async () => {
+    return this.guarded<MemoryNode>('memory files', async () => {
       const lock = await this.server.execute<LockStatusResult>(ServerCommands.lockStatus, workspaceArg());
       const dir = vscode.Uri.file(lock.memoryDir);
       let entries: [string, vscode.FileType][];
@@ -186,11 +229,18 @@ export class MemoryTree extends ServerTree<MemoryNode> {
       } catch {
         return []; // no memory yet: the welcome content offers a dream
       }
-      return entries
+      if (this.pending === undefined) { // asked again only after a refresh, not per diagnostic
+        this.pending = (await this.server.execute<ReviewsResult>(ServerCommands.reviews, workspaceArg())
+          .catch(() => ({ reviews: [] as StagedReview[] }))).reviews;
+        void vscode.commands.executeCommand('setContext', ContextKeys.reviewPending, this.pending.length > 0);
+      }
+      const pending = this.pending;
+      const top: MemoryNode[] = pending.length ? [{ pending }] : [];
+      return [...top, ...entries
         .filter(([name, type]) => type === vscode.FileType.File && name.endsWith('.md'))
         .map(([name]) => name)
         .sort((a, b) => Number(b === 'MEMORY.md') - Number(a === 'MEMORY.md') || a.localeCompare(b))
-        .map((name) => vscode.Uri.joinPath(dir, name));
+        .map((name) => vscode.Uri.joinPath(dir, name))];
     });
   }
 }
@@ -274,7 +324,7 @@ export function createSidebar(server: ReverieServer, log: vscode.LogOutputChanne
     vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions }),
     vscode.window.createTreeView(Views.memory, { treeDataProvider: memory }),
     vscode.window.createTreeView(Views.history, { treeDataProvider: history }),
-    vscode.languages.onDidChangeDiagnostics(() => memory.refresh()),
+    vscode.languages.onDidChangeDiagnostics(() => memory.redraw()),
   ];
   return {
     history,

@@ -1,12 +1,13 @@
 /**
  * One status bar item telling what Reverie is doing: idle (with the time of the last dream),
  * dreaming (turn, files), updating notes, waiting on a lock held by another process, or stopped.
- * Clicking it shows the lock status and the dream gates.
+ * Its tooltip says why no automatic dream ran yet, who is connected and what models cost;
+ * clicking it opens a menu of Reverie's actions.
  */
 import * as vscode from 'vscode';
 
 import { Commands } from './constants';
-import { type JobEventPayload, type LockStatusResult, type StatusResult } from './generated/protocol';
+import { type HistoryRun, type JobEventPayload, type LockStatusResult, type StatusResult } from './generated/protocol';
 
 interface RunningJob {
   kind: string;
@@ -15,6 +16,7 @@ interface RunningJob {
 }
 
 const FINISHED = new Set(['complete', 'skipped', 'cancelled', 'error']);
+const DREAM_SOURCES = new Set(['auto', 'manual', 'sleep']);
 
 export class ReverieStatusBar implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -28,6 +30,7 @@ export class ReverieStatusBar implements vscode.Disposable {
   private lastSkip = '';
   private agents = '';
   private spend = '';
+  private historyKnown = false;
 
   constructor() {
     this.item = vscode.window.createStatusBarItem('reverie.status', vscode.StatusBarAlignment.Left, 10);
@@ -98,14 +101,28 @@ export class ReverieStatusBar implements vscode.Disposable {
       this.serverPid = serverPid;
     }
     this.lockHolder = lock.holderAlive && lock.holderPid !== null && lock.holderPid !== this.serverPid ? lock.holderPid : undefined;
-    // after an undo the last consolidation may be older again (or none): follow the lock
-    this.lastDream = lock.lastConsolidatedAt ? new Date(lock.lastConsolidatedAt) : undefined;
+    if (!this.historyKnown) { // until the history says which dream is still in effect
+      this.lastDream = lock.lastConsolidatedAt ? new Date(lock.lastConsolidatedAt) : undefined;
+    }
     this.render();
   }
 
-  noteDreamFinished(): void {
-    this.lastDream = new Date();
+  /**
+   * The latest dream or sleep run still in effect (from the history): an undone dream is not
+   * "the last dream", and an undo or a curation is not a dream at all.
+   */
+  applyHistory(runs: readonly HistoryRun[]): void {
+    this.historyKnown = true;
+    const last = runs.find((run) => DREAM_SOURCES.has(run.source) && !run.undone);
+    this.lastDream = last ? new Date(last.at) : undefined;
     this.render();
+  }
+
+  noteMemorySaved(source: string): void {
+    if (DREAM_SOURCES.has(source)) {
+      this.lastDream = new Date();
+      this.render();
+    }
   }
 
   dispose(): void {
@@ -146,11 +163,12 @@ export class ReverieStatusBar implements vscode.Disposable {
         session_gate: `waits for more sessions (${g.sessionsSince ?? 0} so far, reverie.dreamMinSessions)`,
         lock_busy: 'another process holds the lock',
         disabled: 'automatic dreams are off (reverie.dreamEnabled)',
+        scan_throttle: 'sessions were counted a moment ago; they are counted again shortly (reverie.dreamScanIntervalSeconds)',
       };
-      tooltip.appendMarkdown(`Automatic dream: ${why[g.nextGate] ?? g.nextGate}\n\n`);
+      tooltip.appendMarkdown(`Automatic dream: ${why[g.nextGate] ?? g.nextGate.replace(/_/g, ' ')}\n\n`);
     }
     if (this.lastSkip) {
-      tooltip.appendMarkdown(`Last automatic dream skipped: ${this.lastSkip}\n\n`);
+      tooltip.appendMarkdown(`Last dream did not run: ${this.lastSkip}\n\n`);
     }
     tooltip.appendMarkdown(`Connected agents: ${this.agents || 'none (Reverie: Connect Agent…)'}\n\n`);
     if (this.spend) {

@@ -55,4 +55,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"sessions since:     {status.sessions_since}")
     print(f"next gate:          {status.next_gate}")
     print(f"model spend:        {spent.summary()}")
+    if settings.provider != "offline":
+        cost = spent.estimated_costs.get("dream")
+        print(f"next dream:         about {spent.estimates.get('dream', 0):,} tokens"
+              + (f" (about ${cost:.2f})" if cost is not None else ""))
     return 0

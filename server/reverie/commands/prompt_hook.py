@@ -49,10 +49,16 @@ def prompt_hook_output(data_dir: Path | str | None) -> dict[str, object] | None:
     if not isinstance(prompt, str) or not prompt.strip() or not isinstance(cwd, str) or not cwd:
         return None
     session = data.get("session_id")
-    from reverie.search.recall import prompt_context
+    session_id = session if isinstance(session, str) else None
+    from reverie.search.recall import find_index, prompt_context
 
-    context = prompt_context(data_dir_of(data_dir), Path(cwd), prompt,
-                             session if isinstance(session, str) else None)
+    root = data_dir_of(data_dir)
+    context = prompt_context(root, Path(cwd), prompt, session_id)
+    found = find_index(root, Path(cwd))
+    if found is not None:  # kept for the editor's "what agents load" (empty: nothing sent)
+        from reverie.agents.given import record_given
+
+        record_given(found[1].parent.parent, "prompt", session_id, context or "")
     if context is None:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",

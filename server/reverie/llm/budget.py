@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,10 @@ class Spend(BaseModel):
     monthly_token_cap: int
     daily_cost_cap: float
     monthly_cost_cap: float
+    #: the pre-run estimate of each job kind: tokens (its recent average, else a default) and
+    #: dollars at what this month's tokens cost (None while no price is known)
+    estimates: dict[str, int] = Field(default_factory=dict)
+    estimated_costs: dict[str, float | None] = Field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump()
@@ -130,20 +134,36 @@ def spend(settings: Settings, today: date | None = None) -> Spend:
     days = SpendLedger(settings.data_dir).days()
     this = days.get(day.isoformat(), DaySpend())
     month = [v for d, v in days.items() if d.startswith(day.isoformat()[:7])]
+    tokens_month, cost_month = sum(v.tokens for v in month), sum(v.cost for v in month)
+    estimates = {job: _estimate(days.values(), job) for job in DEFAULT_ESTIMATES}
     return Spend(
-        day=day.isoformat(), tokens_today=this.tokens, tokens_month=sum(v.tokens for v in month),
-        cost_today=round(this.cost, 4), cost_month=round(sum(v.cost for v in month), 4),
+        day=day.isoformat(), tokens_today=this.tokens, tokens_month=tokens_month,
+        cost_today=round(this.cost, 4), cost_month=round(cost_month, 4),
         daily_token_cap=settings.daily_token_cap, monthly_token_cap=settings.monthly_token_cap,
         daily_cost_cap=settings.daily_cost_cap, monthly_cost_cap=settings.monthly_cost_cap,
+        estimates=estimates,
+        estimated_costs={job: _cost_of(n, tokens_month, cost_month)
+                         for job, n in estimates.items()},
     )
+
+
+def _cost_of(tokens: int, tokens_month: int, cost_month: float) -> float | None:
+    """Dollars for ``tokens`` at what this month's tokens cost (None: no price known)."""
+    if not tokens_month or cost_month <= 0:
+        return None
+    return round(tokens * cost_month / tokens_month, 4)
+
+
+def _estimate(days: Iterable[DaySpend], job: str) -> int:
+    spent = list(days)
+    tokens = sum(d.by_job.get(job, 0) for d in spent)
+    runs = sum(d.jobs.get(job, 0) for d in spent)
+    return int(tokens / runs) if runs and tokens else DEFAULT_ESTIMATES.get(job, 50_000)
 
 
 def estimate(settings: Settings, job: str) -> int:
     """Tokens the next ``job`` is expected to take: its average over the ledger's days."""
-    days = SpendLedger(settings.data_dir).days().values()
-    tokens = sum(d.by_job.get(job, 0) for d in days)
-    runs = sum(d.jobs.get(job, 0) for d in days)
-    return int(tokens / runs) if runs and tokens else DEFAULT_ESTIMATES.get(job, 50_000)
+    return _estimate(SpendLedger(settings.data_dir).days().values(), job)
 
 
 def _tokens(n: int) -> str:
@@ -153,7 +173,8 @@ def _tokens(n: int) -> str:
 def check_budget(settings: Settings, job: str, today: date | None = None) -> None:
     """Raise ``BudgetExceeded`` when ``job`` would pass a cap (or one is passed already)."""
     s = spend(settings, today)
-    need = estimate(settings, job)
+    need = s.estimates.get(job) or estimate(settings, job)
+    need_cost = s.estimated_costs.get(job) or 0.0
     words = {"session_memory": "notes update", "dream": "dream", "sleep": "sleep cycle"}
     what = words.get(job, job)
     for spent, cap, period, setting in (
@@ -173,6 +194,11 @@ def check_budget(settings: Settings, job: str, today: date | None = None) -> Non
             raise BudgetExceeded(
                 f"the model budget is used up: ${spent_cost:.2f} of ${cost_cap:.2f} spent "
                 f"{period} ({setting}; the offline engine has no cap)", provider=settings.provider)
+        if cost_cap and spent_cost + need_cost > cost_cap:
+            raise BudgetExceeded(
+                f"the {what} would pass the model budget: ${spent_cost:.2f} of "
+                f"${cost_cap:.2f} spent {period}, and it costs about ${need_cost:.2f} "
+                f"({setting}; the offline engine has no cap)", provider=settings.provider)
 
 
 class _Meter:

@@ -31,7 +31,7 @@ SENT: tuple[type[BaseModel], ...] = (
     p.UndoResult, p.LockStatusResult, p.CancelJobResult, p.ConnectAgentResult,
     p.ConnectionsResult, p.ProvidersResult, p.ModelTestResult, p.MemorySaved,
     p.SessionNotesUpdated, p.JobEventPayload, p.CurateResult, p.ReviewsResult,
-    p.ReviewOutcomeResult,
+    p.ReviewOutcomeResult, p.AgentContextResult,
 )
 #: payloads the client sends (command arguments, ``reverie/appendMessages``): defaults optional
 RECEIVED: tuple[type[BaseModel], ...] = (
@@ -39,7 +39,7 @@ RECEIVED: tuple[type[BaseModel], ...] = (
     p.HistoryArgs, p.UndoArgs, p.CancelJobArgs, p.ConnectAgentArgs, p.DisconnectAgentArgs,
     p.ConnectionsArgs, p.ModelTestArgs, p.ProvidersArgs, p.AppendMessagesParams, p.CurateArgs,
     p.ReviewsArgs, p.ApplyReviewArgs, p.DiscardReviewArgs, p.CheckMemoryArgs, p.FactArgs,
-    p.OpenAnchorArgs,
+    p.OpenAnchorArgs, p.AgentContextArgs,
     p.EditorStorage,
 )
 

@@ -25,6 +25,8 @@ from reverie.lsp.features import curation as entry_curation
 from reverie.lsp.features import review as staged_reviews
 from reverie.lsp.features import staleness
 from reverie.lsp.protocol import (
+    AgentContextArgs,
+    AgentContextResult,
     AppendMessagesParams,
     ApplyReviewArgs,
     Args,
@@ -408,6 +410,16 @@ async def discard_review(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any
     return await _call(staged_reviews.discard_review(await _tracker(ls, a), a))
 
 
+async def agent_context(ls: ReverieLanguageServer, *args: Any) -> dict[str, Any]:
+    """What each connected agent of the folder loads (``reverie connections --given``)."""
+    from reverie.services.given import agent_context as given
+
+    a = parse_args(AgentContextArgs, args)
+    tracker = await _tracker(ls, a)
+    report = await _call(asyncio.to_thread(given, tracker.settings, tracker.folder))
+    return AgentContextResult.model_validate(report.model_dump()).wire()
+
+
 COMMANDS = {
     Commands.STATUS: status,
     Commands.LIST_SESSIONS: list_sessions,
@@ -432,6 +444,7 @@ COMMANDS = {
     Commands.RETIRE_FACT: retire_fact,
     Commands.KEEP_FACT: keep_fact,
     Commands.OPEN_ANCHOR: open_anchor,
+    Commands.AGENT_CONTEXT: agent_context,
 }
 
 FEATURES: dict[str, Any] = {

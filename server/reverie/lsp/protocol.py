@@ -22,6 +22,7 @@ from reverie.llm.cli_agent import ProviderChoice
 from reverie.llm.probe import ProbeResult
 from reverie.memory.history import RunRecord
 from reverie.memory.lock import LockStatus
+from reverie.services.given import AgentGiven, GivenPart, GivenReport
 
 # --- names -------------------------------------------------------------------------------------
 
@@ -53,6 +54,8 @@ class Commands:
     RETIRE_FACT = "reverie.server.retireFact"
     KEEP_FACT = "reverie.server.keepFact"
     OPEN_ANCHOR = "reverie.server.openAnchor"
+    #: what each connected agent loads: ``reverie connections --given --json``
+    AGENT_CONTEXT = "reverie.server.agentContext"
 
     ALL = (
         STATUS,
@@ -78,6 +81,7 @@ class Commands:
         RETIRE_FACT,
         KEEP_FACT,
         OPEN_ANCHOR,
+        AGENT_CONTEXT,
     )
 
 
@@ -232,6 +236,10 @@ class ReviewsArgs(Args):
     with_contents: bool = False
 
 
+class AgentContextArgs(Args):
+    pass
+
+
 class ApplyReviewArgs(Args):
     review_id: str = Field(min_length=1, max_length=100)
     #: accept only these files (default: all); the rest are discarded
@@ -364,6 +372,10 @@ class SpendInfo(Wire):
     monthly_token_cap: int
     daily_cost_cap: float
     monthly_cost_cap: float
+    #: the pre-run estimate per job kind (``dream``, ``session_memory``, ``sleep``): tokens,
+    #: and dollars where a price is known (else null)
+    estimates: dict[str, int] = Field(default_factory=dict)
+    estimated_costs: dict[str, float | None] = Field(default_factory=dict)
     summary: str
 
 
@@ -478,15 +490,33 @@ class ReviewChange(Wire):
 
 
 class StagedReview(Wire):
-    """A dream's change set waiting for a person (``reverie.dreamReview``)."""
+    """A change set waiting for a person: a dream's (``reverie.dreamReview``; ``source``
+    ``auto`` / ``manual``) or an agent's proposal (``source`` ``agent``, over MCP)."""
 
     review_id: str
     memory_dir: str
     created_at: datetime
     source: str
     summary: str
+    proposed_by: str | None = None
+    #: the proposed text needs a careful read (``reverie.hazards``): no one-click accept
+    hazard: str | None = None
     sessions: list[str] = Field(default_factory=list)
     changes: list[ReviewChange] = Field(default_factory=list)
+
+
+class AgentContextPart(Wire, GivenPart):
+    """One thing an agent loads: a managed block, the memory it brings in, a hook's text."""
+
+
+class AgentContext(Wire, AgentGiven):
+    parts: list[AgentContextPart] = Field(default_factory=list)  # type: ignore[assignment]
+
+
+class AgentContextResult(Wire, GivenReport):
+    """``agentContext``: what each connected agent of the folder loads, with token sizes."""
+
+    agents: list[AgentContext] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 class ReviewsResult(Wire):

@@ -1,6 +1,6 @@
 """``reverie mcp``: the project's memory and past sessions as MCP tools, over stdio.
 
-Built on the official SDK's ``MCPServer``. Four tools, each a thin shell over a use case in
+Built on the official SDK's ``MCPServer``. Five tools, each a thin shell over a use case in
 ``reverie.services`` (the same code the CLI and the language server run):
 
 - ``search``: ranked hits, small by default (progressive disclosure: a snippet, an id, what to
@@ -8,7 +8,9 @@ Built on the official SDK's ``MCPServer``. Four tools, each a thin shell over a 
 - ``get_session``: one past session's notes, or a named section of them;
 - ``read_memory``: one memory topic file (``MEMORY`` for the index);
 - ``remember``: a fact the user asked to keep, written like a dream (lock, staged copy,
-  validation, history: ``reverie undo`` takes it back).
+  validation, history: ``reverie undo`` takes it back);
+- ``propose_memory_change``: forget / edit / pin / unpin / move one entry, as a proposal the
+  person accepts or discards (``reverie.services.proposals``); nothing changes before that.
 
 Every answer stays under ~2,000 tokens. Refusals and problems are tool errors with a one-line
 reason; an unexpected failure is logged (stderr) and reported as one line, never a traceback.
@@ -23,9 +25,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
@@ -62,7 +64,8 @@ INSTRUCTIONS = (
     "(requests, errors and how they were fixed, decisions, commands that worked). Call "
     "`search` before re-investigating something that may have come up before; open a hit "
     "with `get_session` or `read_memory`; call `remember` only when the user asks you to "
-    "keep something."
+    "keep something, and `propose_memory_change` when a memory entry is wrong (the user "
+    "decides)."
 )
 
 
@@ -261,7 +264,70 @@ def build_server(settings: Settings, workspace: Path) -> MCPServer[Any]:
 
         return await _guarded("remember", work)
 
+    @server.tool(name="propose_memory_change", structured_output=False, description=(
+        "Propose a change to ONE entry of this project's memory when it is wrong, outdated or "
+        "misplaced (the user corrected it, or the code contradicts it): forget it, edit it, "
+        "pin it (dreams then keep it as it is), unpin it, or move it to another topic file. "
+        "Nothing changes now: the user sees your proposal with your reason and accepts or "
+        "discards it. Name the entry as FILE:LINE from read_memory (MEMORY.md:3) or by a "
+        "piece of its text. Returns the proposal's id and the diff."))
+    async def propose_memory_change(
+        action: Annotated[Literal["forget", "edit", "pin", "unpin", "move"], Field(
+            description="what to do with the entry")],
+        entry: Annotated[str, Field(
+            description="FILE:LINE (e.g. testing.md:12) or a piece of the entry's text that "
+                        "matches one line", min_length=1, max_length=500)],
+        reason: Annotated[str, Field(
+            description="why, in one sentence the user will read",
+            min_length=1, max_length=2_000)],
+        ctx: Context[Any, Any],
+        new_text: Annotated[str | None, Field(
+            description="edit: the entry's new text (one line)", max_length=2_000)] = None,
+        to_file: Annotated[str | None, Field(
+            description="move: the topic file to move it to (e.g. testing.md)",
+            max_length=200)] = None,
+    ) -> str:
+        async def work() -> str:
+            from reverie.config import ProjectPaths
+            from reverie.services.proposals import propose_change
+            from reverie.services.review import file_text, format_review, reviews_root
+            from reverie.transcripts.discovery import current_session
+
+            paths = ProjectPaths(settings, workspace)
+            ref = await asyncio.to_thread(current_session, paths.workspace, settings.agent_home)
+            review = await propose_change(
+                paths.memory_dir, action, entry, reason=reason, agent=_client_name(ctx),
+                session_id=ref.session_id if ref is not None else None,
+                new_text=new_text, to_file=to_file)
+            shadow = reviews_root(paths.memory_dir) / review.review_id / "memory"
+            for change in review.changes:
+                change.before = file_text(paths.memory_dir / change.path)
+                change.after = file_text(shadow / change.path)
+            return bound(json.dumps({
+                "proposal": review.review_id, "status": "waiting for the user",
+                "change": review.summary,
+                "note": "Nothing changed yet. The user accepts or discards it in the editor "
+                        f"or with `reverie apply {review.review_id}` / `reverie discard "
+                        f"{review.review_id}`.",
+                "diff": format_review(review),
+            }, ensure_ascii=False))
+
+        return await _guarded("propose_memory_change", work)
+
     return server
+
+
+def _client_name(ctx: Context[Any, Any]) -> str | None:
+    """The MCP client's own name (``clientInfo.name``), for "proposed by"."""
+    try:
+        params = ctx.session.client_params
+        name = params.client_info.name if params is not None else None
+    except (AttributeError, ValueError):
+        return None
+    if not isinstance(name, str):
+        return None
+    clean = "".join(ch for ch in name if ch.isprintable()).strip()[:60]
+    return clean or None
 
 
 def serve(settings: Settings, workspace: Path) -> None:

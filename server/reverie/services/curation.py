@@ -169,7 +169,7 @@ def _still_linked(staged: Path, topic: str) -> bool:
     return any(m.group(1) == topic for m in _LINK.finditer(index.read_text(encoding="utf-8")))
 
 
-def _apply(staged: Path, entry: Entry, action: Action, new_text: str | None,
+def apply_to(staged: Path, entry: Entry, action: Action, new_text: str | None,
            to_file: str | None) -> str | None:
     """Changes the staged copy; returns the topic file a forget removed with its index line."""
     path = staged / entry.file
@@ -196,7 +196,7 @@ def _apply(staged: Path, entry: Entry, action: Action, new_text: str | None,
     return None
 
 
-def _check_args(memory_dir: Path, entry: Entry, action: Action, new_text: str | None,
+def check_args(memory_dir: Path, entry: Entry, action: Action, new_text: str | None,
                 to_file: str | None) -> tuple[str | None, str | None]:
     from reverie.redact import redact
 
@@ -226,15 +226,15 @@ def _check_args(memory_dir: Path, entry: Entry, action: Action, new_text: str | 
     return new_text, to_file
 
 
-def _display(line: str) -> str:
+def display_text(line: str) -> str:
     """An entry as it reads: "Title: hook" for an index line, the text for a fact."""
     text = without_mark(line).strip()
     text = re.sub(r"^[-*]\s+", "", text)
     return re.sub(r"^\[([^\]]+)\]\([^)]*\)\s*(?:[-—–:]\s*)?", r"\1: ", text).rstrip(": ")
 
 
-def _summary(entry: Entry, action: Action, to_file: str | None) -> str:
-    text = _display(entry.text)
+def summary_of(entry: Entry, action: Action, to_file: str | None) -> str:
+    text = display_text(entry.text)
     short = text if len(text) <= 80 else text[:79] + "…"
     where = f"{entry.file}:{entry.line}"
     return {
@@ -260,7 +260,7 @@ async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | 
     from reverie.services.wiring import memory_writer
 
     entry = await asyncio.to_thread(find_entry, memory_dir, query, expect)
-    new_text, to_file = _check_args(memory_dir, entry, action, new_text, to_file)
+    new_text, to_file = check_args(memory_dir, entry, action, new_text, to_file)
     before = await asyncio.to_thread(check_index, memory_dir)
     session = (writer or memory_writer()).open(memory_dir, source="curate", repair=False)
     removed: str | None = None
@@ -268,18 +268,18 @@ async def curate(memory_dir: Path, action: Action, query: str, *, expect: str | 
         # the entry is found again in the staged copy: it is what gets changed
         again = await asyncio.to_thread(find_entry, staged.path, f"{entry.file}:{entry.line}",
                                         entry.text)
-        removed = await asyncio.to_thread(_apply, staged.path, again, action, new_text, to_file)
+        removed = await asyncio.to_thread(apply_to, staged.path, again, action, new_text, to_file)
         problems = await asyncio.to_thread(new_blocking_problems, staged.path, before)
         if problems:
             p = problems[0]
             raise UserError(f"that would break the memory: {p.file.name}:{p.line + 1} "
                             f"{p.message}")
-        staged.summary = _summary(entry, action, to_file)
+        staged.summary = summary_of(entry, action, to_file)
     written = session.result
     files = list(written.changes.touched) if written else []
     verb = {"forget": "Forgot", "pin": "Pinned", "unpin": "Unpinned", "edit": "Edited",
             "move": "Moved"}[action]
-    text = _display(entry.text)
+    text = display_text(entry.text)
     message = f"{verb} {entry.file}:{entry.line} ({text[:60]}{'…' if len(text) > 60 else ''})"
     if action == "move":
         message += f" to {to_file}"

@@ -239,9 +239,14 @@ def session_start(settings: Settings, hook: HookInput) -> dict[str, Any] | None:
         return None
     if not notes.strip() or notes.strip() == load_template(settings.config_dir).text.strip():
         return None
+    context = cut_for_injection(notes, path)
+    from reverie.agents.given import record_given  # for the editor's "what agents load"
+
+    record_given(ProjectPaths(settings, workspace).root, "session-start", hook.session_id,
+                 context)
     return {
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
-            "additionalContext": cut_for_injection(notes, path),
+            "additionalContext": context,
         }
     }

@@ -29,6 +29,7 @@ from reverie.events import JobEvent
 
 if TYPE_CHECKING:
     from reverie.dream.models import DreamResult
+    from reverie.memory.history import RunSource
     from reverie.memory.write import MemoryWriter
 
 REVIEW_DIR = "review"
@@ -52,8 +53,14 @@ class Review(BaseModel):
     review_id: str
     memory_dir: str
     created_at: datetime
-    source: Literal["auto", "manual"]
+    #: ``auto`` / ``manual``: a dream's change set; ``agent``: an agent's proposal (MCP)
+    source: Literal["auto", "manual", "agent"]
     summary: str
+    #: the agent that proposed it (``agent`` change sets only)
+    proposed_by: str | None = None
+    #: why the proposed text needs a careful read before it is accepted (``reverie.hazards``:
+    #: "runs code from the network", ...); the editor then offers no one-click Accept
+    hazard: str | None = None
     sessions: list[str] = Field(default_factory=list)
     tokens_in: int = 0
     tokens_out: int = 0
@@ -83,18 +90,18 @@ def wants_review(settings: Settings) -> bool:
     return settings.provider != "offline"
 
 
-def _reviews_root(memory_dir: Path) -> Path:
+def reviews_root(memory_dir: Path) -> Path:
     return memory_dir / ".reverie" / REVIEW_DIR
 
 
-def _sha(path: Path) -> str | None:
+def file_sha(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return None
 
 
-def _text(path: Path) -> str | None:
+def file_text(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -115,7 +122,34 @@ def _sources(text: str | None) -> list[str]:
     return [line.strip()[2:].strip() for line in block.group(1).splitlines()] if block else []
 
 
-def _seed_shadow(live: Path, shadow: Path) -> None:
+def _entries(text: str | None) -> list[str]:
+    """The entry lines of a memory file (bullets), front matter left out."""
+    if not text:
+        return []
+    body = text.split("\n---", 1)[1] if text.startswith("---") and "\n---" in text else text
+    return [line.strip() for line in body.splitlines() if re.match(r"\s*[-*] \S", line)]
+
+
+def change_reason(before: str | None, after: str | None, summary: str) -> str:
+    """What the change does to this file, then why the run made it: "adds 2 entries, retires
+    1 (offline consolidation of 3 sessions: ...)"."""
+    old, new = _entries(before), _entries(after)
+    added = len([e for e in new if e not in old])
+    gone = len([e for e in old if e not in new])
+    if before is None:
+        what = f"new file with {len(new)} entr{'y' if len(new) == 1 else 'ies'}"
+    elif after is None:
+        what = "file removed"
+    elif added or gone:
+        parts = ([f"adds {added} entr{'y' if added == 1 else 'ies'}"] if added else []) + \
+                ([f"drops {gone}"] if gone else [])
+        what = ", ".join(parts)
+    else:
+        what = "same entries; front matter or wording only"
+    return f"{what} ({summary})"
+
+
+def seed_shadow(live: Path, shadow: Path) -> None:
     shadow.mkdir(parents=True)
     for name in _memory_files(live):
         target = shadow / name
@@ -142,9 +176,9 @@ async def stage_dream(settings: Settings, workspace: Path, *, manual: bool, extr
 
     live = ProjectPaths(settings, workspace).memory_dir
     staging_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
-    root = _reviews_root(live) / staging_id
+    root = reviews_root(live) / staging_id
     shadow = root / "memory"
-    await asyncio.to_thread(_seed_shadow, live, shadow)
+    await asyncio.to_thread(seed_shadow, live, shadow)
     # the shadow is written by a writer without after-apply hooks: no search index, no agent
     # copy refreshed for a change set nobody accepted yet
     shadow_settings = settings.model_copy(update={"memory_dir": shadow,
@@ -168,27 +202,35 @@ async def stage_dream(settings: Settings, workspace: Path, *, manual: bool, extr
     record = (await asyncio.to_thread(MemoryHistory(shadow).runs))[0]
     changes = []
     for name in changed:
-        before, after = _text(live / name), _text(shadow / name)
+        before, after = file_text(live / name), file_text(shadow / name)
         if before == after:
             continue
         changes.append(ReviewChange(
             path=name, action="add" if before is None else "remove" if after is None else "change",
-            base=_sha(live / name), reason=record.summary or result.summary or "dream",
+            base=file_sha(live / name),
+            reason=change_reason(before, after, record.summary or result.summary or "dream"),
             sessions=_sources(after) or record.sessions,
         ))
     review = Review(review_id=result.run_id, memory_dir=str(live), created_at=datetime.now(UTC),
                     source="manual" if manual else "auto", summary=record.summary,
                     sessions=record.sessions, tokens_in=record.tokens_in,
                     tokens_out=record.tokens_out, changes=changes)
-    final = _reviews_root(live) / review.review_id
-    await asyncio.to_thread(root.rename, final)
-    (final / "review.json").write_text(review.model_dump_json(indent=2), encoding="utf-8")
+    await asyncio.to_thread(publish_review, root, review)
     return review, result
+
+
+def publish_review(staging: Path, review: Review) -> None:
+    """The staged shadow (``staging/memory``) becomes the pending change set ``review``."""
+    from reverie.fsutil import atomic_write_text
+
+    final = reviews_root(Path(review.memory_dir)) / review.review_id
+    staging.rename(final)
+    atomic_write_text(final / "review.json", review.model_dump_json(indent=2))
 
 
 def list_reviews(memory_dir: Path, *, with_contents: bool = False) -> list[Review]:
     """Pending change sets, newest first (contents: each file's live and staged text)."""
-    root = _reviews_root(memory_dir)
+    root = reviews_root(memory_dir)
     found: list[Review] = []
     for path in sorted(root.glob("*/review.json"), reverse=True):
         try:
@@ -197,14 +239,16 @@ def list_reviews(memory_dir: Path, *, with_contents: bool = False) -> list[Revie
             continue
         if with_contents:
             for change in review.changes:
-                change.before = _text(memory_dir / change.path)
-                change.after = _text(path.parent / "memory" / change.path)
+                change.before = file_text(memory_dir / change.path)
+                change.after = file_text(path.parent / "memory" / change.path)
         found.append(review)
     return found
 
 
 def has_pending_review(memory_dir: Path) -> bool:
-    return any(_reviews_root(memory_dir).glob("*/review.json"))
+    """A dream's change set waits for a person (an agent's proposal does not hold dreams up:
+    a dream that changes its file makes it refuse to apply instead)."""
+    return any(r.source != "agent" for r in list_reviews(memory_dir))
 
 
 def find_review(memory_dir: Path, review_id: str) -> Review:
@@ -218,7 +262,7 @@ def find_review(memory_dir: Path, review_id: str) -> Review:
 
 def discard_review(memory_dir: Path, review_id: str) -> ReviewOutcome:
     review = find_review(memory_dir, review_id)
-    shutil.rmtree(_reviews_root(memory_dir) / review.review_id, ignore_errors=True)
+    shutil.rmtree(reviews_root(memory_dir) / review.review_id, ignore_errors=True)
     return ReviewOutcome(review_id=review.review_id,
                          discarded=[c.path for c in review.changes],
                          message=f"Discarded the staged change set ({len(review.changes)} "
@@ -241,14 +285,22 @@ async def apply_review(memory_dir: Path, review_id: str, only: Sequence[str] | N
         raise UserError(f"not in the change set: {', '.join(unknown)} (it has {', '.join(names)})")
     if not chosen:
         raise UserError("choose at least one file to accept, or discard the change set")
+    proposal = review.source == "agent"
+    if proposal and len(chosen) != len(names):
+        raise UserError("an agent's proposal is one change: accept it whole, or discard it")
     moved = [c.path for c in review.changes
-             if c.path in chosen and _sha(memory_dir / c.path) != c.base]
+             if c.path in chosen and file_sha(memory_dir / c.path) != c.base]
     if moved:
+        again = "" if proposal else " and dream again"
         raise UserError(f"changed since the change set was made: {', '.join(moved)}; discard "
-                        "it and dream again")
-    shadow = _reviews_root(memory_dir) / review.review_id / "memory"
-    session = (writer or memory_writer()).open(memory_dir, source=review.source,
-                                               sessions=review.sessions)
+                        f"it{again}")
+    shadow = reviews_root(memory_dir) / review.review_id / "memory"
+    # an accepted proposal is the person's own curation (kept byte for byte, like theirs);
+    # a dream's change set lands as that dream would have
+    run_source: RunSource = "curate" if review.source == "agent" else review.source
+    session = (writer or memory_writer()).open(
+        memory_dir, source=run_source,
+        sessions=review.sessions, repair=not proposal)
     async with session as staged:
         for name in chosen:
             source, target = shadow / name, staged.path / name
@@ -258,26 +310,30 @@ async def apply_review(memory_dir: Path, review_id: str, only: Sequence[str] | N
             else:
                 target.unlink(missing_ok=True)
         staged.usage(review.tokens_in, review.tokens_out)
-        staged.summary = (f"reviewed: {review.summary}" if len(chosen) == len(names) else
+        staged.summary = (f"accepted: {review.summary}" if proposal else
+                          f"reviewed: {review.summary}" if len(chosen) == len(names) else
                           f"reviewed ({len(chosen)} of {len(names)} files): {review.summary}")
-    await asyncio.to_thread(shutil.rmtree, _reviews_root(memory_dir) / review.review_id, True)
+    await asyncio.to_thread(shutil.rmtree, reviews_root(memory_dir) / review.review_id, True)
     written = session.result
     rest = [n for n in names if n not in chosen]
+    message = (f"Accepted {len(chosen)} of {len(names)} staged file"
+               f"{'s' if len(names) != 1 else ''} ({', '.join(chosen)})"
+               + (f"; discarded {', '.join(rest)}" if rest else "") + ".")
+    if proposal:
+        message = f"Accepted the proposal: {review.summary} ({', '.join(chosen)})."
     return ReviewOutcome(
         review_id=review.review_id, accepted=chosen, discarded=rest,
-        run_id=written.run_id if written and written.record else None,
-        message=f"Accepted {len(chosen)} of {len(names)} staged file"
-                f"{'s' if len(names) != 1 else ''} ({', '.join(chosen)})"
-                + (f"; discarded {', '.join(rest)}" if rest else "") + ".",
-    )
+        run_id=written.run_id if written and written.record else None, message=message)
 
 
 def format_review(review: Review) -> str:
     """The change set as text: each file's reason, sessions and unified diff."""
     import difflib
 
-    lines = [f"staged change set {review.review_id} ({review.source} dream, "
-             f"{len(review.changes)} files): {review.summary}"]
+    kind = (f"proposed by {review.proposed_by or 'an agent'}" if review.source == "agent"
+            else f"{review.source} dream")
+    lines = [f"staged change set {review.review_id} ({kind}, {len(review.changes)} files): "
+             f"{review.summary}"]
     for change in review.changes:
         lines.append(f"\n== {change.action} {change.path}")
         lines.append(f"   reason: {change.reason}")

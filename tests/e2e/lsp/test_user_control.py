@@ -78,3 +78,54 @@ async def test_curate_pins_and_forgets_and_refuses_a_moved_line(start_server, wo
     assert undone["changed"] and "- make build\n" in (s.memory_dir / "build.md").read_text()
     with pytest.raises(JsonRpcException, match="Extra inputs"):
         await s.command("reverie.server.curate", {"action": "forget", "entry": "x", "bogus": 1})
+
+
+async def test_an_agents_proposal_is_listed_and_applied_whole(start_server, workspace):
+    from reverie.services.proposals import propose_change
+
+    s = await start_server(init_options={"dreamEnabled": False})
+    s.write_memory("MEMORY.md", "# Memory\n\n- [Build](build.md) - how to build\n")
+    s.write_memory("build.md", "---\nname: Build\ndescription: b\ntype: project\n---\n\n"
+                               "- make build\n- make all is slow\n")
+    before = (s.memory_dir / "build.md").read_bytes()
+    # what the MCP server does for an agent, in the agent's process
+    staged = await propose_change(s.memory_dir, "forget", "make all", agent="codex",
+                                  reason="the user said make all is fast since the cache")
+    (review,) = (await s.command("reverie.server.reviews", {"withContents": True}))["reviews"]
+    assert review["reviewId"] == staged.review_id and review["source"] == "agent"
+    assert review["proposedBy"] == "codex"
+    change = review["changes"][0]
+    assert change["reason"] == "codex: the user said make all is fast since the cache"
+    assert "- make all is slow" in change["before"] and "make all" not in change["after"]
+    assert (s.memory_dir / "build.md").read_bytes() == before  # not before the person says so
+    # forgetting an index line takes its topic file along: two files, accepted whole or not
+    both = await propose_change(s.memory_dir, "forget", "MEMORY.md:3", agent="codex",
+                                reason="the build is documented in README now")
+    assert sorted(c.path for c in both.changes) == ["MEMORY.md", "build.md"]
+    with pytest.raises(JsonRpcException, match="accept it whole"):
+        await s.command("reverie.server.applyReview",
+                        {"reviewId": both.review_id, "files": ["MEMORY.md"]})
+    gone = await s.command("reverie.server.discardReview", {"reviewId": both.review_id})
+    assert sorted(gone["discarded"]) == ["MEMORY.md", "build.md"]
+    outcome = await s.command("reverie.server.applyReview", {"reviewId": staged.review_id})
+    assert outcome["accepted"] == ["build.md"] and outcome["message"].startswith(
+        "Accepted the proposal: forget build.md:8")
+    assert (s.memory_dir / "build.md").read_text().endswith("- make build\n")
+    (run,) = (await s.command("reverie.server.history", {"limit": 1}))["runs"]
+    assert run["source"] == "curate" and run["runId"] == outcome["runId"]
+
+
+async def test_agent_context_lists_nothing_until_an_agent_is_connected(start_server, workspace):
+    s = await start_server(init_options={"dreamEnabled": False})
+    empty = await s.command("reverie.server.agentContext", {})
+    assert empty["agents"] == [] and empty["memoryDir"] == str(s.memory_dir)
+    s.write_memory("MEMORY.md", "# Memory\n\n- [Build](build.md) - how to build\n")
+    await s.command("reverie.server.connectAgent", {"agent": "codex", "scope": "project"})
+    given = await s.command("reverie.server.agentContext", {})
+    (codex,) = given["agents"]
+    assert codex["agent"] == "codex" and codex["mode"] == "copy" and codex["label"] == "Codex"
+    block = codex["parts"][0]
+    assert block["kind"] == "block" and block["path"].endswith("AGENTS.md")
+    assert "[Build]" in block["text"] and block["tokens"] == round(len(block["text"]) / 4)
+    assert codex["startTokens"] == block["tokens"]
+    assert {p["kind"] for p in codex["parts"]} >= {"block", "session-start", "prompt"}

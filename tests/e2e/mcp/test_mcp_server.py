@@ -100,7 +100,8 @@ async def test_initialize_and_list_tools(project: Path) -> None:
         assert init.instructions and "search" in init.instructions
         listed = await session.list_tools()
     tools = {t.name: t for t in listed.tools}
-    assert set(tools) == {"search", "get_session", "read_memory", "remember"}
+    assert set(tools) == {"search", "get_session", "read_memory", "remember",
+                          "propose_memory_change"}
     for tool in tools.values():
         assert tool.description and len(tool.description) > 80  # says when to use it
     assert tools["search"].input_schema["required"] == ["query"]

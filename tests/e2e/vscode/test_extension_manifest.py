@@ -88,6 +88,18 @@ def test_engine_fits_code_server_4_100() -> None:
     assert MANIFEST["dependencies"]["vscode-languageclient"].startswith("11.")
 
 
+def test_no_repository_is_claimed_that_does_not_exist() -> None:
+    """Reverie has no public repository: the manifest names none (vsce is told so), and the
+    README says where the documentation and the source are instead."""
+    for key in ("repository", "bugs", "homepage", "qna"):
+        assert key not in MANIFEST, key
+    vsix = (CLIENT / "scripts" / "vsix.mjs").read_text()
+    assert "'--allow-missing-repository'" in vsix
+    readme = (CLIENT / "README.md").read_text()
+    assert "no public repository" in readme and "bundled/libs/py/reverie" in readme
+    assert "github.com" not in readme and "in the Reverie repository" not in readme
+
+
 def test_every_agent_has_its_icon_in_the_sessions_view() -> None:
     """``AGENT_ICONS`` (sidebar.ts) names a codicon for every agent id the server reports, the
     editor's own agents included; the connect picker names every connectable agent."""

@@ -32,6 +32,8 @@ run_command = workbench.run_command
 notification_centre = workbench.notification_centre
 failure_context = workbench.failure_context
 memory_dir_of = workbench.memory_dir_of
+#: a run id as Reverie makes them: never shown to a person
+RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
 
 
 def test_status_bar_shows_reverie(page: Any, code_server: Any, artifacts: Path) -> None:
@@ -255,6 +257,10 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     expect(history.locator(".monaco-list-row", has_text="undone").first).to_be_visible(
         timeout=20_000
     )
+    # the status bar follows: the only dream is undone, so there is no "last dream" any more
+    status = page.locator(".statusbar-item", has_text=re.compile(r"Reverie")).first
+    expect(status).not_to_contain_text("dreamed", timeout=20_000)
+    assert not RUN_ID.search(undone.first.inner_text()), undone.first.inner_text()
 
     undone.first.locator(".monaco-button", has_text="Redo").click()
     # the answer is a new toast (the centre may close when an action is clicked)
@@ -262,6 +268,18 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
         page.locator(".notification-list-item", has_text="Redid the dream of").first
     ).to_be_visible(timeout=30_000)
     assert (memory / "MEMORY.md").is_file(), "the redo did not bring MEMORY.md back"
+    expect(status).to_contain_text("dreamed", timeout=20_000)
+    # History names a redo a redo (an undo of an undo), and the undo an undo
+    run_command(page, "Reverie: Focus on History View")
+    expect(history.locator(".monaco-list-row", has_text="redo ·").first).to_be_visible(
+        timeout=20_000
+    )
+    expect(history.locator(".monaco-list-row", has_text=re.compile(r"^undo ·")).first
+           ).to_be_visible()
+    rows = history.locator(".monaco-list-row").all_inner_texts()
+    assert sum(r.startswith("undo ·") for r in rows) == 1, rows
+    assert not any(RUN_ID.search(r) for r in rows), rows
+    shot(page, artifacts, "08c-history-redo")
     run_command(page, "Notifications: Clear All Notifications")
 
 

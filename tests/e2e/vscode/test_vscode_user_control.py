@@ -127,6 +127,8 @@ def test_model_test_offline_says_there_is_nothing_to_test(
     expect(toast.first.locator(".monaco-button", has_text="Choose Provider")).to_be_visible()
     assert "Latency" not in toast.first.inner_text()
     assert page.locator(".monaco-dialog-box").count() == 0
+    toast.first.hover()
+    page.wait_for_timeout(1_000)  # the toast's slide-in, the test's progress fading out
     shot(page, artifacts, "14-model-test-offline")
     run_command(page, "Notifications: Clear All Notifications")
 
@@ -166,6 +168,10 @@ def test_first_dream_is_explained_and_a_dream_with_nothing_new_says_so(
     nothing = centre.locator(".notification-list-item", has_text="found nothing new to remember")
     try:
         expect(nothing.first).to_be_visible(timeout=90_000)
+        # the job's progress closes once it has ended (after its fade)
+        expect(page.locator(".notification-list-item", has_text="validating and applying")
+               ).to_have_count(0, timeout=10_000)
+        page.wait_for_timeout(800)
     finally:
         shot(page, artifacts, "13b-nothing-new")
     assert {p.name: p.read_bytes() for p in memory.glob("*.md")} == before
@@ -194,6 +200,8 @@ def test_a_dream_that_cannot_run_says_why_with_the_buttons_that_fix_it(
         text = toast.first.inner_text()
         assert "missing_llm_client" not in text and "dream skipped" not in text, text
         assert "no model could be used" in text, text
+        # the editor's own commands, not the shell's environment variables
+        assert "REVERIE_API_KEY" not in text and "ANTHROPIC_API_KEY" not in text, text
         for action in ("Set API Key", "Choose Provider", "Show Log"):
             expect(toast.first.locator(".monaco-button", has_text=action)).to_be_visible()
     finally:
@@ -306,12 +314,11 @@ def test_gate_hint_is_a_codelens_and_a_broken_link_has_a_quick_fix(
     run_command(page, "Go to Line/Column...")
     page.keyboard.type(f"{line}:20")
     page.keyboard.press("Enter")
-    page.keyboard.press("Control+.")
     fix = page.locator(".action-widget, .context-view").filter(
         has_text="Change the link to deploy.md"
     )
     try:
-        expect(fix.first).to_be_visible(timeout=20_000)
+        workbench.code_actions(page, fix.first)
     finally:
         shot(page, artifacts, "15c-quick-fix")
     page.keyboard.press("Enter")  # the preferred fix is the one focused
@@ -354,6 +361,8 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
         offer = page.locator(".notification-toast", has_text="proposes")
         try:
             expect(offer.first).to_be_visible(timeout=90_000)
+            offer.first.hover()
+            page.wait_for_timeout(1_500)  # the toast's slide-in, the job's toast closing
         finally:
             shot(page, artifacts, "17-review-offer")
         assert {p.name: p.read_bytes() for p in memory.glob("*.md")} == before  # not yet
@@ -365,9 +374,35 @@ def test_a_reviewed_dream_is_a_read_only_diff_and_lands_only_when_accepted(
         page.wait_for_timeout(800)
         shot(page, artifacts, "17b-review-diff")
         assert page.locator(".tabs-container .tab.dirty").count() == 0
-        page.keyboard.press("Enter")  # every file ticked: accept all
+        # accept some: untick one file the dream only changed (not the index, not a new file)
+        rows = picker.locator(".monaco-list-row")
+        labels = [(r.locator(".label-name").first.inner_text(), r.inner_text())
+                  for r in rows.all()]
+        left_out = next((name for name, text in labels if name != "MEMORY.md"
+                         and "changed" in text and "mix format" not in text), None)
+        total = len(labels)
+        if left_out is not None:
+            rows.filter(has_text=left_out).first.locator(".monaco-checkbox").first.click()
+            page.wait_for_timeout(300)
+        page.keyboard.press("Enter")
         accepted = page.locator(".notification-toast", has_text="Accepted")
         expect(accepted.first).to_be_visible(timeout=30_000)
+        message = accepted.first.inner_text()
+        # nothing waits any more: the Memory view's pending node is gone
+        run_command(page, "Reverie: Focus on Memory View")
+        expect(page.locator(".pane", has=page.locator(".pane-header", has_text="Memory"))
+               .locator(".monaco-list-row", has_text="waits for you")).to_have_count(
+                   0, timeout=20_000)
+        if accepted.count():
+            accepted.first.hover()
+        page.wait_for_timeout(800)
+        if left_out is not None:
+            assert f"Accepted {total - 1} of {total} staged files" in message, message
+            assert f"discarded {left_out}" in message, message
+            assert (memory / left_out).read_bytes() == before[left_out]
+        else:
+            assert f"Accepted {total} of {total}" in message, message
+        shot(page, artifacts, "17c-review-accepted")
     finally:
         machine.write_text(original)
     after = "".join(p.read_text() for p in memory.glob("*.md"))

@@ -32,6 +32,25 @@ DOC_SHOTS = {
     "16-first-run-offer",
     "17-review-offer",
     "17b-review-diff",
+    "17c-review-accepted",
+    "13c-automatic-first-dream",
+    "16b-walkthrough-offer",
+    "06b-counts-match",
+    "15f-code-action-curation",
+    "15g-entry-context-menu",
+    "15h-quick-fix-shorten",
+    "22-agent-proposal",
+    "22b-proposal-in-memory-view",
+    "22c-proposal-diff",
+    "22d-proposal-accepted",
+    "23-agent-context",
+    "20-dream-estimate",
+    "20b-over-budget",
+    "20c-spend-tooltip",
+    "21-provider-step-1",
+    "21b-provider-step-key",
+    "21c-provider-ready",
+    "08c-history-redo",
     "18-stale-fact-quick-fix",
     "18b-stale-memory-view",
     "18c-stale-fact-retired",
@@ -139,3 +158,20 @@ def the_server(code_server: Any, timeout: float = 60) -> Any:
             assert len(servers) == 1, f"{servers}{failure_context(code_server)}"
             return servers[0]
         time.sleep(0.5)
+
+
+def code_actions(page: Any, wanted: Any, attempts: int = 4) -> None:
+    """Ctrl+. until ``wanted`` (a locator in the action widget) shows: the first request right
+    after the editor moved can come back empty ("No code actions available")."""
+    from playwright.sync_api import expect
+
+    for attempt in range(1, attempts + 1):
+        page.keyboard.press("Control+.")
+        try:
+            expect(wanted).to_be_visible(timeout=5_000 if attempt < attempts else 20_000)
+            return
+        except AssertionError:
+            if attempt == attempts:
+                raise
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(1_000)

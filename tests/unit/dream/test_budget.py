@@ -93,3 +93,26 @@ def test_offline_is_not_metered_and_lock_json_adds_spend(
     out = json.loads(capsys.readouterr().out)
     assert out["next_gate"] and out["spend"]["daily_token_cap"] == 2_000_000
     assert out["spend"]["tokens_today"] == 0
+    assert out["spend"]["estimates"]["dream"] == 80_000
+    assert out["spend"]["estimated_costs"]["dream"] is None
+
+
+def test_the_pre_run_estimate_in_tokens_and_dollars_stops_a_job_that_would_pass_a_cap(
+        reverie_env: dict[str, Path]) -> None:
+    settings = Settings(provider="openai", api_key="k", daily_token_cap=0, monthly_token_cap=0,
+                        daily_cost_cap=0.3, monthly_cost_cap=0)
+    ledger = SpendLedger(settings.data_dir)
+    fresh = spend(settings, date(2026, 5, 1))
+    assert fresh.estimates == {"session_memory": 20_000, "dream": 80_000, "sleep": 120_000}
+    assert fresh.estimated_costs["dream"] is None  # no price known yet
+    ledger.record("dream", 60_000, 0.2, new_job=True, today=date(2026, 5, 1))
+    ledger.record("dream", 60_000, 0.3, new_job=True, today=date(2026, 5, 2))
+    ledger.record("session_memory", 10_000, 0.05, new_job=True, today=date(2026, 5, 3))
+    at = spend(settings, date(2026, 5, 3))
+    assert at.estimates["dream"] == 60_000 and at.estimates["session_memory"] == 10_000
+    # this month's tokens cost 0.55 / 130k: a 60k dream costs about $0.25
+    assert at.estimated_costs["dream"] == pytest.approx(60_000 * 0.55 / 130_000, abs=1e-4)
+    # $0.05 spent today + about $0.25 > $0.30: the dream does not start, and says so
+    with pytest.raises(BudgetExceeded, match=r"costs about \$0.25"):
+        check_budget(settings, "dream", today=date(2026, 5, 3))
+    check_budget(settings, "session_memory", today=date(2026, 5, 3))  # ~$0.04 fits

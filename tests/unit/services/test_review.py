@@ -118,3 +118,15 @@ def test_cli_dream_review_apply_discard(workspace: Path,
     assert main(["discard", first, "--workspace", ws]) == 0
     assert "Discarded" in capsys.readouterr().out
     assert main(["apply", first, "--workspace", ws]) == 1
+
+
+def test_each_change_says_what_it_does_to_its_file() -> None:
+    from reverie.services.review import change_reason
+
+    front = "---\nname: T\n---\n\n# T\n\n"
+    assert change_reason(None, front + "- a\n- b\n", "dream") == "new file with 2 entries (dream)"
+    assert change_reason(front + "- a\n", None, "s") == "file removed (s)"
+    assert change_reason(front + "- a\n- b\n", front + "- a\n- c\n- d\n", "s") == \
+        "adds 2 entries, drops 1 (s)"
+    assert change_reason(front + "- a\n", front.replace("T", "U") + "- a\n", "s") == \
+        "same entries; front matter or wording only (s)"

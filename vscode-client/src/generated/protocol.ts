@@ -26,6 +26,7 @@ export const ServerCommands = {
   retireFact: "reverie.server.retireFact",
   keepFact: "reverie.server.keepFact",
   openAnchor: "reverie.server.openAnchor",
+  agentContext: "reverie.server.agentContext",
 } as const;
 
 /** Custom notifications (server -> client, but `appendMessages`). */
@@ -102,6 +103,42 @@ export const SERVER_SETTING_KEYS = [
 ] as const;
 
 export type JobKind = "session_memory" | "dream" | "sleep";
+
+export interface AgentContext {
+  agent: string;
+  label: string;
+  scope: string;
+  mode: string;
+  parts: AgentContextPart[];
+  startTokens: number;
+}
+
+export interface AgentContextArgs {
+  workspace?: string | null;
+}
+
+/**
+ * One thing an agent loads: a managed block, the memory it brings in, a hook's text.
+ */
+export interface AgentContextPart {
+  kind: "block" | "memory" | "session-start" | "prompt" | "mcp";
+  title: string;
+  when: string;
+  text: string;
+  tokens: number;
+  path: string | null;
+  sentAt: string | null;
+  sessionId: string | null;
+}
+
+/**
+ * `agentContext`: what each connected agent of the folder loads, with token sizes.
+ */
+export interface AgentContextResult {
+  workspace: string;
+  memoryDir: string;
+  agents: AgentContext[];
+}
 
 /**
  * `reverie/appendMessages`: messages of an agent that writes no transcript.
@@ -577,11 +614,14 @@ export interface SpendInfo {
   monthlyTokenCap: number;
   dailyCostCap: number;
   monthlyCostCap: number;
+  estimates: Record<string, number>;
+  estimatedCosts: Record<string, number | null>;
   summary: string;
 }
 
 /**
- * A dream's change set waiting for a person (`reverie.dreamReview`).
+ * A change set waiting for a person: a dream's (`reverie.dreamReview`; `source`
+ * `auto` / `manual`) or an agent's proposal (`source` `agent`, over MCP).
  */
 export interface StagedReview {
   reviewId: string;
@@ -589,6 +629,8 @@ export interface StagedReview {
   createdAt: string;
   source: string;
   summary: string;
+  proposedBy: string | null;
+  hazard: string | null;
   sessions: string[];
   changes: ReviewChange[];
 }
