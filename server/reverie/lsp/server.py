@@ -15,10 +15,9 @@ import functools
 import logging
 import sys
 import threading
-import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
@@ -39,6 +38,7 @@ from reverie.lsp.framing import FrameReader, serve_frames
 from reverie.lsp.jobs import Job, JobRegistry
 from reverie.lsp.jsonrpc import ReverieProtocol
 from reverie.lsp.log import ClientLogHandler, level_number
+from reverie.lsp.popups import LOG_LEVELS, MESSAGE_TYPES, Popups, Severity
 from reverie.lsp.progress import JobProgress
 from reverie.lsp.protocol import EDITOR_STORAGE_OPTION, EditorStorage, Wire
 from reverie.lsp.stdio import (
@@ -58,22 +58,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Severity = Literal["error", "warning", "info"]
-#: which popups each ``reverie.showNotifications`` value lets through
-_POPUP_LEVELS: dict[str, frozenset[str]] = {
-    "off": frozenset(),
-    "onError": frozenset({"error"}),
-    "onWarning": frozenset({"error", "warning"}),
-    "always": frozenset({"error", "warning", "info"}),
-}
-_MESSAGE_TYPES = {
-    "error": types.MessageType.Error,
-    "warning": types.MessageType.Warning,
-    "info": types.MessageType.Info,
-}
-_LOG_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO}
 SHUTDOWN_DRAIN_SECONDS = 5.0
-POPUP_REPEAT_SECONDS = 600.0
 
 
 class NoWorkspace(UserError):
@@ -91,8 +76,7 @@ class ReverieLanguageServer(LanguageServer):
         #: where the editor keeps the extension's data (``initializationOptions``), if it said
         self.editor_storage: EditorStorage | None = None
         self._last_settings_message: str | None = None
-        #: popup text -> when it was last shown
-        self._popups: dict[str, float] = {}
+        self.popups = Popups()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.log_handler = ClientLogHandler(level_number(self.resolved.settings.log_level))
         self.jobs = JobRegistry(
@@ -264,22 +248,12 @@ class ReverieLanguageServer(LanguageServer):
             )
 
     def show(self, severity: Severity, message: str, *, force: bool = False) -> None:
-        """One line to the user, filtered by ``reverie.showNotifications`` (always logged).
-
-        ``force`` bypasses the filter for configuration problems the user must see unless
-        notifications are ``off``.
-        """
-        log_type = _MESSAGE_TYPES[severity]
-        logger.log(_LOG_LEVELS[severity], "%s", message)
-        policy = self.settings.show_notifications
-        allowed = _POPUP_LEVELS.get(policy, _POPUP_LEVELS["onError"])
-        if not (severity in allowed or (force and policy != "off")):
-            return
-        now = time.monotonic()
-        if now - self._popups.get(message, -POPUP_REPEAT_SECONDS) < POPUP_REPEAT_SECONDS:
-            return  # the same failure every few minutes is one popup, not a stream of them
-        self._popups[message] = now
-        self.window_show_message(types.ShowMessageParams(type=log_type, message=message))
+        """One line to the user: always logged, shown as a popup when ``reverie.lsp.popups``
+        admits it (``reverie.showNotifications``; ``force``: a configuration problem)."""
+        logger.log(LOG_LEVELS[severity], "%s", message)
+        if self.popups.admit(severity, message, self.settings.show_notifications, force=force):
+            self.window_show_message(
+                types.ShowMessageParams(type=MESSAGE_TYPES[severity], message=message))
 
     def notify(self, method: str, payload: Wire | dict[str, Any]) -> None:
         data = payload.wire() if isinstance(payload, Wire) else payload

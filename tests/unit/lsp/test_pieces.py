@@ -1,5 +1,5 @@
-"""Small server pieces: command arguments, the log handler, pushed chats, the conversation
-cache and diagnostic ranges."""
+"""Small server pieces: command arguments, the popup filter, the log handler, pushed chats, the
+conversation cache and diagnostic ranges."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from reverie.lsp.features.diagnostics import line_range, notes_diagnostics
 from reverie.lsp.features.pushed import append_pushed
 from reverie.lsp.handlers import parse_args
 from reverie.lsp.log import ClientLogHandler
+from reverie.lsp.popups import Popups
 from reverie.lsp.protocol import AppendMessagesParams, CancelJobArgs, DreamArgs, SleepArgs
 from reverie.transcripts.digest import pushed_session_digests as read_pushed
 
@@ -57,6 +58,24 @@ async def test_log_handler_buffers_then_forwards_from_any_thread():
         assert sent[-1].message.endswith("from a worker")
     finally:
         log.removeHandler(handler)
+
+
+def test_popups_follow_the_policy_and_do_not_repeat():
+    popups = Popups(repeat_seconds=600.0)
+    assert not popups.admit("info", "hello", "onError", now=0.0)
+    assert popups.admit("error", "boom", "onError", now=0.0)
+    assert not popups.admit("error", "boom", "onError", now=599.0)  # same text: once per 600 s
+    assert popups.admit("error", "other", "onError", now=1.0)
+    assert popups.admit("error", "boom", "onError", now=600.0)
+    assert popups.admit("warning", "w", "onWarning", now=0.0)
+    assert not popups.admit("info", "i", "onWarning", now=0.0)
+    assert popups.admit("info", "i", "always", now=0.0)
+    # a configuration problem gets through any policy but "off"
+    assert popups.admit("warning", "bad setting", "onError", force=True, now=0.0)
+    assert not popups.admit("error", "x", "off", force=True, now=0.0)
+    # an unknown policy behaves as the default (onError)
+    assert popups.admit("error", "y", "bogus", now=0.0)
+    assert not popups.admit("warning", "z", "bogus", now=0.0)
 
 
 def test_pushed_chat_becomes_a_private_redacted_transcript(tmp_path: Path):
