@@ -50,7 +50,7 @@ async def _notes(settings: Any, workspace: Path) -> list[dict[str, Any]]:
         if ref.is_subagent:
             continue
         try:
-            transcript = load_transcript(ref.path, session_id=ref.session_id)
+            transcript = load_transcript(ref.path, session_id=ref.session_id, agent=ref.agent)
         except TranscriptError as exc:
             logger.warning("skipping sample %s: %s", ref.path, exc)
             continue

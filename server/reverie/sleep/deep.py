@@ -77,7 +77,7 @@ def _load(item: SessionInput) -> tuple[Transcript | None, str | None, str | None
     try:
         # an Aider history holds many runs, Kilo's database many sessions: pick this one
         many = holds_many_sessions(ref.agent, ref.path)
-        transcript = load_transcript(ref.path, ref.session_id if many else None)
+        transcript = load_transcript(ref.path, ref.session_id if many else None, ref.agent)
     except TranscriptError as exc:
         return None, None, str(exc)
     return transcript, read_notes(item.notes_path), None

@@ -44,7 +44,7 @@ from reverie.transcripts.document import (
     digest_of,
     load_json,
 )
-from reverie.transcripts.editor_places import MOVED_TASK_ROOTS, TASK_EXTENSIONS
+from reverie.transcripts.editor_places import TASK_EXTENSIONS
 from reverie.transcripts.model import (
     AgentName,
     Message,
@@ -79,11 +79,12 @@ _REQ_APP = "REQ_APP"
 
 
 def task_agent(path: Path) -> AgentName:
-    """Which extension wrote the task folder of ``path``: from the global storage folder name
-    (``<publisher.name>/tasks/<id>/``) or a tasks folder a custom storage setting moved (once
-    ``EditorPlaces.custom_task_roots`` found it), Cline's own ``~/.cline/data``, else Cline."""
+    """Which extension wrote the task folder of ``path``, from where it is: the global storage
+    folder name (``<publisher.name>/tasks/<id>/``), Cline's own ``~/.cline/data``, else Cline.
+    A tasks folder a custom storage setting moved says nothing: its readers are given the
+    agent (``EditorPlaces.moved_task_agent``, ``SessionRef.agent``)."""
     for parent in path.parents:
-        agent = TASK_EXTENSIONS.get(parent.name.lower()) or MOVED_TASK_ROOTS.get(parent)
+        agent = TASK_EXTENSIONS.get(parent.name.lower())
         if agent is not None:
             return agent  # type: ignore[return-value]
         if parent.name == "data" and parent.parent.name == ".cline":

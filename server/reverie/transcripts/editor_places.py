@@ -30,6 +30,7 @@ from pathlib import Path, PureWindowsPath
 
 from reverie.transcripts.document import load_jsonc
 from reverie.transcripts.kilo_db import is_db_name
+from reverie.transcripts.model import AgentName
 
 #: VS Code flavours: the product folder under the per-OS application-data dir
 VSCODE_PRODUCTS = ("Code", "Code - Insiders", "VSCodium", "VSCodium - Insiders", "Code - OSS")
@@ -47,9 +48,6 @@ CUSTOM_STORAGE_SETTINGS: dict[str, str] = {
     "rooveterinaryinc.roo-cline": "roo-cline.customStoragePath",
     "kilocode.kilo-code": "kilo-code.customStoragePath",
 }
-#: task folders a custom storage path moved, as they are found -> the agent that keeps them
-#: (a moved folder's name no longer says which extension wrote it: ``cline.task_agent``)
-MOVED_TASK_ROOTS: dict[Path, str] = {}
 #: a ``settings.json`` bigger than this is not read
 _SETTINGS_LIMIT = 4 * 1024 * 1024
 #: the variable that points Reverie at VS Code ``User`` folders (``os.pathsep``-separated)
@@ -202,8 +200,17 @@ class EditorPlaces:
                     entry = (TASK_EXTENSIONS[ext], base / "tasks", user, ext)
                     if base.is_absolute() and entry not in out:
                         out.append(entry)
-                        MOVED_TASK_ROOTS[entry[1]] = entry[0]
         return out
+
+    def moved_task_agent(self, path: Path) -> AgentName | None:
+        """The agent whose tasks a custom storage path moved to a folder holding ``path`` (None:
+        not in such a folder). A moved folder's name no longer says which extension wrote it, so
+        whoever reads it passes this on (discovery's ``SessionRef.agent``, the live reader's
+        tails); ``cline.task_agent`` alone would say Cline."""
+        for agent, root, _user, _ext in self.custom_task_roots():
+            if path.is_relative_to(root):
+                return agent  # type: ignore[return-value]
+        return None
 
     def cline_sessions_dir(self) -> Path | None:
         """Cline 4's ``sessions`` folder (``<id>/<id>.messages.json`` in it)."""

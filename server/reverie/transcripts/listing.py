@@ -73,14 +73,14 @@ def _transcript(
 ) -> Transcript | None:
     if is_kilo_db(ref.agent, ref.path):  # every project's sessions in one file: just this one
         try:
-            return load_transcript(ref.path, ref.session_id)
+            return load_transcript(ref.path, ref.session_id, ref.agent)
         except TranscriptError as exc:
             if on_skip is not None:
                 on_skip(ref.path, exc)
             return None
     if ref.path not in loaded:
         try:
-            loaded[ref.path] = {t.session.id: t for t in load_sessions(ref.path)}
+            loaded[ref.path] = {t.session.id: t for t in load_sessions(ref.path, ref.agent)}
         except TranscriptError as exc:
             if on_skip is not None:
                 on_skip(ref.path, exc)

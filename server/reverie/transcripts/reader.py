@@ -319,18 +319,20 @@ class TranscriptReader:
         yield from chosen.messages
 
 
-def load_transcript(path: Path, session_id: str | None = None) -> Transcript:
-    """Parse the whole transcript at ``path``; see ``TranscriptReader``."""
-    reader = TranscriptReader(Path(path), session_id=session_id)
+def load_transcript(path: Path, session_id: str | None = None,
+                    agent: AgentName | None = None) -> Transcript:
+    """Parse the whole transcript at ``path``; see ``TranscriptReader`` (``agent``: as
+    discovery found it; default: detected from the file)."""
+    reader = TranscriptReader(Path(path), agent, session_id=session_id)
     messages = list(reader)
     return Transcript(session=reader.session, messages=messages, stats=reader.stats)
 
 
-def load_sessions(path: Path) -> list[Transcript]:
+def load_sessions(path: Path, agent: AgentName | None = None) -> list[Transcript]:
     """Every session stored in ``path``: all runs of an Aider history, else the one session."""
     path = Path(path)
     st = check_readable(path)
-    agent = detect_agent(path)
+    agent = agent or detect_agent(path)
     if is_kilo_db(agent, path):
         try:
             rows = kilo_db.list_sessions(path)
@@ -338,7 +340,7 @@ def load_sessions(path: Path) -> list[Transcript]:
             return [load_transcript(path)]  # the skip is counted in its stats
         return [load_transcript(path, row.id) for row in rows]
     if agent != "aider":
-        return [load_transcript(path)]
+        return [load_transcript(path, agent=agent)]
     stats = ParseStats()
     runs = aider.parse_history(path, path.read_bytes(), stats)
     if runs:

@@ -277,7 +277,8 @@ class SessionReader:
     def _tail(self, path: Path) -> TranscriptTail:
         tail = self._tails.get(path)
         if tail is None:
-            tail = self._tails[path] = TranscriptTail(path)
+            # a moved Roo / Kilo tasks folder does not say whose it is: the settings do
+            tail = self._tails[path] = TranscriptTail(path, self.editor.moved_task_agent(path))
             self._dropped.discard(path)
         self._touched.add(path)
         return tail

@@ -54,10 +54,13 @@ def test_tasks_in_a_custom_storage_path(reverie_env: dict[str, Path], tmp_path: 
     refs = [r for r in discover_sessions(workspace, home) if r.agent in ("roo-code", "kilo-code")]
     assert sorted((r.agent, r.session_id, r.path) for r in refs) == [
         ("kilo-code", "k1", kilo), ("roo-code", "r1", moved)]
-    assert session_ref(moved, workspace, home) is not None
-    # once found, a moved folder is read as its extension's (its name no longer says whose)
-    assert load_transcript(moved).session.agent == "roo-code"
-    assert load_transcript(kilo).session.agent == "kilo-code"
+    ref = session_ref(moved, workspace, home)
+    assert ref is not None and ref.agent == "roo-code"
+    # a moved folder's name no longer says whose it is: the settings do, and readers are told
+    assert places.moved_task_agent(moved) == "roo-code"
+    assert places.moved_task_agent(kilo) == "kilo-code"
+    assert places.moved_task_agent(workspace / "ui_messages.json") is None
+    assert load_transcript(moved, agent=ref.agent).session.agent == "roo-code"
     assert session_ref(roo_store / "tasks" / "r2" / "ui_messages.json", workspace, home) is None
     assert roo_store / "tasks" in editor_watch_roots(workspace, places)
 
@@ -69,8 +72,8 @@ def test_tasks_in_a_custom_storage_path(reverie_env: dict[str, Path], tmp_path: 
                  "text": "Also cover leap years"})
     moved.write_text(json.dumps(rows))
     events = reader.apply([str(moved)])
-    assert [(e.ref.agent, [m.text for m in e.messages]) for e in events] == [
-        ("roo-code", ["Also cover leap years"])]
+    assert [(e.ref.agent, e.session.agent, [m.text for m in e.messages]) for e in events] == [
+        ("roo-code", "roo-code", ["Also cover leap years"])]
 
 
 def test_the_history_in_global_state_still_counts(reverie_env: dict[str, Path],
