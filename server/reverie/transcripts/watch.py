@@ -152,7 +152,18 @@ class SessionWatcher:
             await self._until_ready(readies, tasks)
             if self._stop.is_set():  # stopped while starting: no start-up scan to wait for
                 return
-            for event in await reading.scan(not self._prime, started_ns):
+            # the start-up scan (in the worker: its start, then every session's head) can take
+            # seconds; a stop does not wait for it where its tail states are kept only once it
+            # ends (what it read is read again by the next watcher, not lost)
+            scan = asyncio.create_task(reading.scan(not self._prime, started_ns))
+            await asyncio.wait({scan, stop_wait} if reading.stops_mid_scan else {scan},
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not scan.done():
+                scan.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scan
+                return
+            for event in scan.result():
                 yield event
             while not self._stop.is_set():
                 getter = asyncio.create_task(queue.get())
@@ -323,6 +334,9 @@ def _checked_state(state: TailState | dict[str, Any]) -> TailState:
 class _Reading(Protocol):
     """Where a watcher's ``SessionReader`` runs: a thread here, or the worker process."""
 
+    #: a scan can be abandoned: the tail states move only when it returns
+    stops_mid_scan: bool
+
     def start(self) -> None: ...
     async def scan(self, report: bool, watched_since_ns: int | None) -> list[SessionAppended]: ...
     async def apply(self, paths: Iterable[str]) -> list[SessionAppended]: ...
@@ -336,6 +350,9 @@ class _ThreadReading:
     A big append keeps it busy for seconds, and the event loop thread must win the CPU
     whenever it has work.
     """
+
+    #: the thread cannot be stopped, and the reader's tail states move as it reads
+    stops_mid_scan = False
 
     def __init__(self, reader: SessionReader) -> None:
         self._reader = reader
@@ -368,6 +385,8 @@ class _WorkerReading:
     Each step returns the tail states it changed (as JSON); the copy kept here is what
     ``states()`` decodes and what a fresh reader resumes from when the worker process was lost.
     """
+
+    stops_mid_scan = True
 
     def __init__(
         self, worker: ParseWorker, workspace: Path, agent_home: Path, states: dict[str, bytes],

@@ -199,6 +199,57 @@ async def test_stop_before_any_change_ends_promptly(
     assert time.monotonic() - started < 2 and events == []
 
 
+class _SlowScanWorker(ParseWorker):
+    """The real worker process, whose reads wait for ``release``: a start-up scan that takes
+    long (the worker starting on a loaded machine, many sessions to read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.reading = asyncio.Event()
+
+    async def read_step(self, *args: Any, **kwargs: Any) -> Any:
+        self.reading.set()
+        await self.release.wait()
+        return await super().read_step(*args, **kwargs)
+
+
+async def test_stop_during_a_slow_startup_scan_ends_promptly_and_loses_nothing(
+    reverie_env: dict[str, Path]
+) -> None:
+    """The server's shutdown stops the watcher: it must not wait for the start-up scan (in the
+    worker), and what that scan would have read is read by the next watcher."""
+    home = reverie_env["agent_home"]
+    sessions = home / ".reverie" / "sessions"
+    sessions.mkdir(parents=True)
+    workspace = reverie_env["data"]
+    (sessions / "g1.json").write_bytes(orjson.dumps({"workspace_dir": str(workspace)}))
+    path = sessions / "g1.jsonl"
+    path.write_bytes(orjson.dumps({"role": "user", "content": "before the stop"}) + b"\n")
+    worker = _SlowScanWorker()
+    try:
+        watcher = SessionWatcher(workspace, home, debounce_ms=20, worker=worker, prime=False)
+        events: list[SessionAppended] = []
+        task = asyncio.create_task(_collect(watcher, events))
+        await asyncio.wait_for(worker.reading.wait(), 10)
+        started = time.monotonic()
+        watcher.stop()
+        await asyncio.wait_for(task, 5)
+        assert time.monotonic() - started < 1.0 and events == []
+        assert watcher.states() == {}  # the abandoned scan moved no tail state
+        worker.release.set()
+        resumed = SessionWatcher(workspace, home, debounce_ms=20, worker=worker, prime=False,
+                                 tail_states=watcher.states())
+        again: list[SessionAppended] = []
+        task = asyncio.create_task(_collect(resumed, again))
+        await _until(lambda: _count(again) >= 1)
+        resumed.stop()
+        await asyncio.wait_for(task, 5)
+        assert [e.ref.path for e in again] == [path]
+    finally:
+        worker.close()
+
+
 class _AgentWritesDuringScan(SessionReader):
     """A reader whose start-up scan races an agent creating a new session file."""
 
