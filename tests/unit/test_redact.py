@@ -150,6 +150,7 @@ def test_idempotent(text: str) -> None:
     assert count == 0
 
 
+@pytest.mark.bench  # seconds of CPU on MBs of text: run apart (-m bench -n 0)
 def test_fast_and_linear_on_long_text() -> None:
     """CPU time, not wall-clock: what a neighbour on the machine takes does not count."""
     chunk = ORDINARY_CODE + "sk-" + "a" * 19 + " Bearer short " + "-----BEGIN PRIVATE KEY-----\n"
@@ -373,6 +374,7 @@ def test_redact_value_walks_json() -> None:
                        "API_KEY=[REDACTED:env]": None}
 
 
+@pytest.mark.bench  # seconds of CPU on MBs of text: run apart (-m bench -n 0)
 def test_no_catastrophic_backtracking() -> None:
     """1 MB built to make each rule work hardest costs a small multiple of 1 MB of a real
     transcript, measured in the same process (CPU time: the machine may be busy)."""

@@ -59,8 +59,21 @@ def memory_dir(world: dict[str, Path]) -> Path:
     return project / "memory"
 
 
+#: how each fake CLI fails (or, ``banner`` / ``outside``, half-succeeds), per provider; a mode
+#: that changes something on purpose comes last, so every other mode starts from the same state
+FAILURES = {
+    "claude-code-cli": ["is_error", "prose", "outside"],
+    "codex-cli": ["quota", "malformed", "banner"],
+    "gemini-cli": ["logged_out", "exit"],
+}
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_notes_dream_and_sleep_through_each_cli(world: dict[str, Path], provider: str) -> None:
+def test_notes_dream_and_sleep_through_each_cli_and_failures_change_nothing(
+        world: dict[str, Path], provider: str) -> None:
+    """Notes, a dream and the sleep cycle through the CLI; then, with that memory and those
+    notes to protect, every failure mode of the CLI in turn, each checked against the state
+    just before it (the earlier modes changed nothing)."""
     notes = reverie(world, provider, "notes", "--force", "--json")
     assert notes.returncode == 0, notes.stderr
     result = json.loads(notes.stdout)
@@ -85,35 +98,25 @@ def test_notes_dream_and_sleep_through_each_cli(world: dict[str, Path], provider
     assert {r["cwd"] for r in runs} == {str(world["data"] / "reverie-cli-workdir")}
     assert all(len(str(a)) < 200 for r in runs for a in r["argv"])  # prompts never in argv
 
-
-@pytest.mark.parametrize(("provider", "mode"), [
-    ("claude-code-cli", "is_error"), ("codex-cli", "quota"), ("gemini-cli", "logged_out"),
-    ("claude-code-cli", "prose"), ("codex-cli", "malformed"), ("gemini-cli", "exit"),
-    ("claude-code-cli", "outside"), ("codex-cli", "banner"),
-])
-def test_failures_change_nothing(world: dict[str, Path], provider: str, mode: str) -> None:
-    first = reverie(world, provider, "notes", "--force", "--json")  # a baseline to protect
-    assert first.returncode == 0, first.stderr
-    assert reverie(world, provider, "dream", "--manual").returncode == 0
-    memory = memory_dir(world)
-    before = tree(world["data"])
-    notes = reverie(world, provider, "notes", "--force", "--json", mode=mode)
-    dream = reverie(world, provider, "dream", "--manual", "--json", mode=mode)
-    if mode == "banner":  # banners around the JSON are fine
-        assert notes.returncode == 0 and dream.returncode == 0, notes.stderr + dream.stderr
-        return
-    if mode != "outside":  # memory changes to a path outside the memory dir: notes are fine
-        assert notes.returncode == 1 and "failed" in notes.stderr
-    assert dream.returncode == 1, dream.stdout
-    after = tree(world["data"])
-    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-    # spend.json: what the failed job's model calls cost is recorded (the cost governor)
-    bookkeeping = (".state.json", ".log", "llm-capabilities.json", "spend.json")
-    allowed = {k for k in changed if k.endswith(bookkeeping)
-               or ("session_memory.md" in k and mode == "outside") or "/logs/" in k}
-    assert changed <= allowed, changed - allowed
-    assert not (world["ws"].parent / "outside.md").exists()
-    assert not (memory.parent / "outside.md").exists()
+    for mode in FAILURES[provider]:
+        before = tree(world["data"])
+        notes = reverie(world, provider, "notes", "--force", "--json", mode=mode)
+        dream = reverie(world, provider, "dream", "--manual", "--json", mode=mode)
+        if mode == "banner":  # banners around the JSON are fine
+            assert notes.returncode == 0 and dream.returncode == 0, notes.stderr + dream.stderr
+            continue
+        if mode != "outside":  # memory changes to a path outside the memory dir: notes are fine
+            assert notes.returncode == 1 and "failed" in notes.stderr, mode
+        assert dream.returncode == 1, (mode, dream.stdout)
+        after = tree(world["data"])
+        changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        # spend.json: what the failed job's model calls cost is recorded (the cost governor)
+        bookkeeping = (".state.json", ".log", "llm-capabilities.json", "spend.json")
+        allowed = {k for k in changed if k.endswith(bookkeeping)
+                   or ("session_memory.md" in k and mode == "outside") or "/logs/" in k}
+        assert changed <= allowed, (mode, changed - allowed)
+        assert not (world["ws"].parent / "outside.md").exists(), mode
+        assert not (memory.parent / "outside.md").exists(), mode
 
 
 def test_a_hung_cli_ends_within_the_job_budget(world: dict[str, Path]) -> None:

@@ -52,25 +52,21 @@ async def pushed_chat(start_server, session_id="chat-42"):
     return s, update
 
 
-async def test_a_pushed_chat_gets_session_notes(start_server, workspace):
+async def test_a_pushed_chat_gets_notes_is_listed_and_kept_private(
+        start_server, workspace, reverie_env):
+    """One pushed chat (one server, one notes extraction) checked three ways."""
     s, update = await pushed_chat(start_server)
+    # it gets session notes
     notes = await s.command("reverie.server.sessionNotes", {"sessionId": "chat-42"})
     assert notes["path"] == update["path"] and notes["exists"]
     assert Path(notes["path"]).is_file()
-
-
-async def test_a_pushed_chat_is_the_current_session_and_listed(start_server, workspace):
-    s, _ = await pushed_chat(start_server)
+    # it is the current session, and listed
     status = await s.command("reverie.server.status")
     assert status["currentSession"]["sessionId"] == "chat-42"
     assert status["currentSession"]["agent"] == "generic"
     listed = await s.command("reverie.server.listSessions")
     assert [r["sessionId"] for r in listed["sessions"]] == ["chat-42"]
-
-
-async def test_a_pushed_chat_is_kept_private_with_its_secret_redacted(
-        start_server, workspace, reverie_env):
-    await pushed_chat(start_server)
+    # it is kept private, with its secret redacted
     transcript = reverie_env["agent_home"] / ".reverie" / "sessions" / "chat-42.jsonl"
     assert transcript.stat().st_mode & 0o777 == 0o600
     text = transcript.read_text()

@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from reverie.session_memory.rule_based import build_notes
 from reverie.session_memory.template import default_template
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult
@@ -60,6 +62,7 @@ def _seconds(calls: int) -> float:
     return best
 
 
+@pytest.mark.bench  # seconds of CPU on a 6,000-call session: run apart (-m bench -n 0)
 def test_notes_time_grows_linearly() -> None:
     small = _seconds(1_500)
     large = _seconds(6_000)
