@@ -9,7 +9,7 @@ import pytest
 from e2e import editor_workspace
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def editors() -> ModuleType:
     """The shared helpers: make_agent_workspace, scratch_env, missing_tool, SECTION_HEADERS."""
     return editor_workspace

@@ -40,12 +40,15 @@ class Tools:
     code_server: Path
     vsix: Path
     chromium: Path
+    #: an extensions dir with the .vsix installed, installed once per test process: each
+    #: code-server gets its own copy (``launched_code_server``)
+    installed: Path
 
 
 
 
-@pytest.fixture(scope="module")
-def tools(editors: ModuleType) -> Tools:
+@pytest.fixture(scope="session")
+def tools(editors: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Tools:
     cache = Path(os.environ.get("REVERIE_EDITORS_CACHE", REPO / ".ci-cache" / "editors"))
     code_server = cache / "node_modules" / ".bin" / "code-server"
     if not code_server.exists():
@@ -62,10 +65,47 @@ def tools(editors: ModuleType) -> Tools:
         editors.missing_tool(
             f"{vsix.name} is not built (cd vscode-client && npm ci && npm run package)"
         )
-    return Tools(code_server, vsix, CHROMIUM)
+    return Tools(code_server, vsix, CHROMIUM,
+                 _install_extension(code_server, vsix, editors,
+                                    tmp_path_factory.mktemp("vscode-extension")))
 
 
-@pytest.fixture(scope="module")
+def _install_extension(code_server: Path, vsix: Path, editors: ModuleType, root: Path) -> Path:
+    """``code-server --install-extension`` into ``root / "extensions"``, once: the install
+    unpacks ~2,000 files (about 5 s, 3-4 s of CPU), the same for every code-server."""
+    extensions = root / "extensions"
+    env = {
+        **{k: v for k, v in os.environ.items()
+           if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))},
+        **editors.scratch_env(root),
+        "HOME": str(root / "home"),
+    }
+    (root / "home").mkdir()
+    install = subprocess.run(
+        [str(code_server), "--user-data-dir", str(root / "user-data"),
+         "--extensions-dir", str(extensions), "--install-extension", str(vsix)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
+    return extensions
+
+
+def _copy_extensions(installed: Path, extensions: Path) -> None:
+    """A copy of the installed extensions dir; ``extensions.json`` names each extension's
+    folder by its absolute path (and file URI), so those are moved to the copy."""
+    shutil.copytree(installed, extensions)
+    index = extensions / "extensions.json"
+    text = index.read_text(encoding="utf-8")
+    moved = text.replace(json.dumps(str(installed))[1:-1], json.dumps(str(extensions))[1:-1])
+    assert moved != text, text[:500]
+    index.write_text(moved, encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
@@ -154,15 +194,8 @@ def launched_code_server(
     }
     (root / "home").mkdir()
     common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
-    install = subprocess.run(
-        [str(tools.code_server), *common, "--install-extension", str(tools.vsix)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert install.returncode == 0, install.stdout + install.stderr
-    assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
+    _copy_extensions(tools.installed, extensions)
+    assert list(extensions.glob("reverie.reverie-*"))
     settings = {
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": trust,
