@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reverie.anchors.bullets import Bullet, read_bullets
+from reverie.anchors.cache import CheckCache
 from reverie.anchors.extract import Extractor, path_words
 from reverie.anchors.model import Anchor, AnchorCheck, Status, combine
 from reverie.anchors.symbols import SymbolIndex
@@ -198,22 +199,34 @@ class MemoryCheck:
 
 
 def check_memory(memory_dir: Path, workspace: Path, today: date,
-                 aging_days: int = 0) -> MemoryCheck:
-    """Check every live fact of ``memory_dir`` against ``workspace`` (read only)."""
+                 aging_days: int = 0, cache: Path | None = None) -> MemoryCheck:
+    """Check every live fact of ``memory_dir`` against ``workspace`` (the memory is only
+    read). ``cache``: the workspace's check cache (``anchors.cache``, in the project's data
+    dir), read and updated; None checks everything from scratch."""
     topics = memory_facts(memory_dir)
     with WorkTree(workspace) as tree:
-        facts = _check_facts(topics, tree, today, aging_days)
+        facts = _check_facts(topics, tree, today, aging_days, cache)
     return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=facts)
 
 
-def check_topics(topics: list[TopicFacts], workspace: Path, today: date) -> list[FactStatus]:
+def check_topics(topics: list[TopicFacts], workspace: Path, today: date,
+                 cache: Path | None = None) -> list[FactStatus]:
     """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall)."""
     with WorkTree(workspace) as tree:
-        return _check_facts(topics, tree, today, 0)
+        return _check_facts(topics, tree, today, 0, cache)
 
 
 def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
-                 aging_days: int) -> list[FactStatus]:
+                 aging_days: int, cache_path: Path | None) -> list[FactStatus]:
+    cache = CheckCache(cache_path, tree.root)
+    try:
+        return _check_with(topics, tree, today, aging_days, cache)
+    finally:
+        cache.save()
+
+
+def _check_with(topics: list[TopicFacts], tree: WorkTree, today: date,
+                aging_days: int, cache: CheckCache) -> list[FactStatus]:
     symbols = SymbolIndex(tree)
     facts = [f for t in topics for f in t.facts]
     fresh = [f for f in facts if f.recorded is None]
@@ -225,7 +238,7 @@ def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
         if fact.recorded is not None:
             anchors[id(fact)] = fact.recorded.anchors
     groups = [anchors[id(f)] for f in facts]
-    checked = Validator(tree, symbols).check_many(groups)
+    checked = Validator(tree, symbols, cache).check_many(groups)
     out: list[FactStatus] = []
     for fact, group, checks in zip(facts, groups, checked, strict=True):
         status, reason = combine(checks)

@@ -81,12 +81,14 @@ class MaintainResult:
 
 def maintain_memory(memory_dir: Path, workspace: Path, today: date,
                     aging_days: int = 0,
-                    confirmations: Confirmations | None = None) -> MaintainResult:
+                    confirmations: Confirmations | None = None,
+                    cache: Path | None = None) -> MaintainResult:
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
     what follows: retirements, anchors, aging marks, index hooks. ``confirmations``: what the
     run's sessions confirmed (a command run again successfully, a file edited again), which
-    refreshes a fact's ``verified`` date and takes it out of aging."""
-    check = check_memory(memory_dir, workspace, today, aging_days)
+    refreshes a fact's ``verified`` date and takes it out of aging. ``cache``: the workspace's
+    check cache (``anchors.cache``)."""
+    check = check_memory(memory_dir, workspace, today, aging_days, cache)
     if confirmations:
         _confirm(check, confirmations, today, aging_days)
     return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True,

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from reverie.anchors.cache import FileSig, signature
+
 logger = logging.getLogger(__name__)
 
 #: folders that hold what a build or an installer made, not the project's own files
-GENERATED_DIRS = frozenset({
-    ".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".tox", ".nox", "dist", "build", "out", "target", ".next", ".nuxt",
-    ".svelte-kit", "coverage", ".turbo", ".cache", ".gradle", ".idea", ".vscode", "vendor",
-    ".terraform", "site-packages", ".parcel-cache",
-})
+GENERATED_DIRS = frozenset("""
+.git node_modules .venv venv __pycache__ .mypy_cache .pytest_cache .ruff_cache .tox .nox dist
+build out target .next .nuxt .svelte-kit coverage .turbo .cache .gradle .idea .vscode vendor
+.terraform site-packages .parcel-cache""".split())
 #: a file larger than this is not read for symbols, keys or scripts
 MAX_FILE_BYTES = 2_000_000
 #: at most this many files are listed for a symbol scan (a huge monorepo is scanned in part)
@@ -62,6 +62,8 @@ class WorkTree:
         self.root = root
         self._root_text = str(root)
         self._text: dict[str, str | None] = {}
+        self._sigs: dict[str, FileSig] = {}  # what each file read was, for the check cache
+        self._blobs: dict[tuple[Any, str], bytes | None] = {}
         self._listed: list[str] | None = None
         self.repo: Any = None
         self.git_error = ""
@@ -107,9 +109,7 @@ class WorkTree:
         try:
             head = repo.head()
             self._head_tree = getattr(repo[head], "tree", None)
-        except (KeyError, OSError, ValueError):
-            self._head_tree = None  # no commit yet (an unborn branch)
-        except Exception as exc:  # a corrupt object store: say so, never crash
+        except Exception as exc:  # no commit yet (an unborn branch), or a corrupt store
             logger.debug("cannot read HEAD of %s: %s", repo.path, exc)
             self._head_tree = None
 
@@ -134,6 +134,14 @@ class WorkTree:
     @property
     def has_commits(self) -> bool:
         return self._head_tree is not None
+
+    @property
+    def head_id(self) -> str:
+        """HEAD's commit id ("" without git or commits): what history answers are keyed by."""
+        try:
+            return self.repo.head().decode("ascii") if self._head_tree is not None else ""
+        except Exception:
+            return ""
 
     def _repo_path(self, rel: str) -> bytes:
         full = f"{self.prefix}/{rel}" if self.prefix else rel
@@ -190,6 +198,11 @@ class WorkTree:
     def _blob_at(self, tree: Any, rel: str) -> bytes | None:
         if tree is None or self.repo is None:
             return None
+        if (tree, rel) not in self._blobs:  # many anchors of one manifest: the same history
+            self._blobs[(tree, rel)] = self._read_blob(tree, rel)
+        return self._blobs[(tree, rel)]
+
+    def _read_blob(self, tree: Any, rel: str) -> bytes | None:
         try:
             from dulwich.object_store import tree_lookup_path
 
@@ -199,9 +212,7 @@ class WorkTree:
             blob = self.repo[sha]
             data = blob.as_raw_string()
             return data if isinstance(data, bytes) and len(data) <= MAX_FILE_BYTES else None
-        except (KeyError, OSError, ValueError):
-            return None
-        except Exception:
+        except Exception:  # a missing or corrupt object
             return None
 
     def _exists_at(self, tree: Any, rel: str) -> bool:
@@ -478,9 +489,7 @@ class WorkTree:
         path = self.root / rel
         try:
             info = path.stat()
-        except FileNotFoundError:
-            return "missing"
-        except NotADirectoryError:
+        except (FileNotFoundError, NotADirectoryError):
             return "missing"
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -500,6 +509,7 @@ class WorkTree:
         text: str | None = None
         parts = PurePosixPath(rel).parts
         if rel and not rel.startswith("/") and ".." not in parts:
+            started = time.time_ns()
             try:
                 fd = os.open(os.path.join(self._root_text, rel), os.O_RDONLY | _NONBLOCK)
             except OSError:
@@ -519,12 +529,18 @@ class WorkTree:
                         data = b"".join(chunks)
                         if b"\0" not in data[:8192]:
                             text = _decode(data)
+                            self._sigs[rel] = signature(info, data, started)
                 except OSError:
                     text = None
                 finally:
                     os.close(fd)
         self._text[rel] = text
         return text
+
+    def signature(self, rel: str) -> FileSig | None:
+        """The signature of ``rel`` as ``read_text`` read it (None when it gave no text)."""
+        self.read_text(rel)
+        return self._sigs.get(rel)
 
     def files(self) -> list[str]:
         """The workspace's own files on disk (tracked or not; generated and dot folders left
