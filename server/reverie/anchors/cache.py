@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 
 CACHE_VERSION = 1
 #: a file changed this recently (or in the future) is "racy": its signature alone is not proof
-RACY_NS = 2_000_000_000
+#: (more than the coarsest timestamps in use: FAT's 2 s)
+RACY_NS = 3_000_000_000
 #: anchors kept at most (the oldest entries go first)
 MAX_ENTRIES = 20_000
 
