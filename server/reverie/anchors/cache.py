@@ -33,6 +33,7 @@ from typing import Any
 
 from reverie.anchors.model import Anchor
 from reverie.fsutil import atomic_write_text
+from reverie.memory.store import TopicMeta
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ class CheckCache:
         self.valid: dict[str, dict[str, FileSig]] = {}
         self.head = ""
         self.history: dict[str, list[str | None]] = {}
+        self.topics: dict[str, dict[str, Any]] = {}
+        self._topics_used: set[str] = set()
         self._changed = False
         if path is not None:
             self._load(path)
@@ -125,6 +128,11 @@ class CheckCache:
             sigs = {rel: FileSig.from_json(raw) for rel, raw in deps.items()}
             if all(isinstance(rel, str) and sig is not None for rel, sig in sigs.items()):
                 self.valid[key] = {rel: sig for rel, sig in sigs.items() if sig is not None}
+        topics = data.get("topics")
+        for key, entry in (topics.items() if isinstance(topics, dict) else ()):
+            if isinstance(entry, dict) and isinstance(entry.get("meta"), dict) and \
+                    isinstance(entry.get("start"), int):
+                self.topics[key] = entry
         head, history = data.get("head"), data.get("history")
         if isinstance(head, str) and isinstance(history, dict):
             self.head = head
@@ -134,13 +142,16 @@ class CheckCache:
 
     def save(self) -> None:
         """Write the cache if anything changed (atomically; a failure only costs speed)."""
+        if len(self.topics) > 2 * len(self._topics_used) + 100:
+            self._changed = True  # topic files rewritten many times since: drop the old ones
         if self.path is None or not self._changed:
             return
         keep = list(self.valid.items())[-MAX_ENTRIES:]
         data = {"version": CACHE_VERSION, "root": self._root_text,
                 "valid": {key: {rel: sig.to_json() for rel, sig in deps.items()}
                           for key, deps in keep},
-                "head": self.head, "history": self.history}
+                "head": self.head, "history": self.history,
+                "topics": {k: v for k, v in self.topics.items() if k in self._topics_used}}
         try:
             atomic_write_text(self.path, json.dumps(data, ensure_ascii=False,
                                                     separators=(",", ":")))
@@ -211,6 +222,34 @@ class CheckCache:
 
     def forget(self, anchor: Anchor) -> None:
         if self.valid.pop(anchor_key(anchor), None) is not None:
+            self._changed = True
+
+    # --- topic files ----------------------------------------------------------------------
+    def topic(self, content: str) -> tuple[TopicMeta, int] | None:
+        """The front matter a topic file with this content hash parsed to, and the line its
+        body starts on."""
+        entry = self.topics.get(content)
+        if entry is None:
+            return None
+        try:
+            meta = TopicMeta.model_validate(entry["meta"])
+        except ValueError:
+            del self.topics[content]
+            return None
+        self._topics_used.add(content)
+        return meta, entry["start"]
+
+    def remember_topic(self, content: str, meta: TopicMeta, start: int) -> None:
+        """Keep a parsed front matter when it survives the round trip through JSON exactly
+        (a YAML date, an integer key would not: such a file is parsed every time)."""
+        try:
+            dumped = json.loads(json.dumps(meta.model_dump()))
+            same = TopicMeta.model_validate(dumped) == meta
+        except (TypeError, ValueError):
+            return
+        self._topics_used.add(content)
+        if same:
+            self.topics[content] = {"meta": dumped, "start": start}
             self._changed = True
 
     # --- history answers -------------------------------------------------------------------

@@ -229,8 +229,8 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
             verified = status.confirmed_on  # a session ran it (or edited it) again
         entries[status.fact.key] = overrides.get(
             status.fact.key, Recorded(anchors=status.anchors, verified=verified))
-    changed_anchors = {k: [a.to_yaml() for a in v.anchors] for k, v in entries.items()} != \
-        {k: [a.to_yaml() for a in v.anchors] for k, v in old.items()}
+    changed_anchors = {k: v.anchors for k, v in entries.items()} != \
+        {k: v.anchors for k, v in old.items()}
     changed_dates = {k: v.verified for k, v in entries.items()} != \
         {k: v.verified for k, v in old.items() if k in entries}
     if not record:
@@ -250,7 +250,7 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
 
 
 def _recorded(topic: TopicFacts) -> dict[str, Recorded]:
-    return recorded_anchors(topic.meta)
+    return topic.recorded
 
 
 def _has_front_matter(text: str) -> bool:

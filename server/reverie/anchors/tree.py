@@ -484,11 +484,10 @@ class WorkTree:
     # --- the working tree ----------------------------------------------------------------
     def state(self, rel: str) -> PathState:
         """What is at ``rel`` in the working tree (never follows a path out of the workspace)."""
-        if not rel or PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts:
+        if not rel or rel.startswith("/") or ".." in rel.split("/"):
             return "outside"
-        path = self.root / rel
-        try:
-            info = path.stat()
+        try:  # (plain strings: a check stats every path anchor)
+            info = os.stat(os.path.join(self._root_text, rel.rstrip("/")))
         except (FileNotFoundError, NotADirectoryError):
             return "missing"
         except OSError as exc:

@@ -237,3 +237,36 @@ def test_reverie_check_keeps_its_cache_in_the_data_dir(ws: GitWorkspace) -> None
     assert json.loads(runs[1].stdout)["valid"] == 2
     assert ProjectPaths(Settings(), ws.root).check_cache.is_file()
     assert sorted(p for p in ws.root.rglob("*") if ".git" not in p.parts) == before
+
+
+def write_topic(memory: Path, extra: str, anchor: str) -> None:
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "money.md").write_text(
+        f"---\nname: Money\ndescription: money\ntype: project\n{extra}anchors:\n"
+        f"  k1:\n    uses:\n    - {anchor}\n---\n\n- Discounts go through the money helpers.\n")
+
+
+@pytest.mark.parametrize("extra", ["", "reviewed: 2026-11-02\n"])  # a YAML date: not JSON
+def test_a_topic_file_edited_is_parsed_again(ws: GitWorkspace, tmp_path: Path,
+                                             extra: str) -> None:
+    """Front matter is kept parsed by the file's content hash; an edit is a new hash."""
+    from datetime import date
+
+    from reverie.anchors.bullets import read_bullets
+    from reverie.anchors.memory import check_memory
+
+    memory, cache = tmp_path / "memory", tmp_path / "data" / "check-cache.json"
+    write_topic(memory, extra, "symbol: applyDiscount\n      in: src/lib/money.ts")
+    key = read_bullets(["- Discounts go through the money helpers."])[0].key
+    text = (memory / "money.md").read_text().replace("k1", key)
+    (memory / "money.md").write_text(text)
+    today = date(2026, 12, 1)
+    first = check_memory(memory, ws.root, today, cache=cache)
+    assert [f.status for f in first.facts] == ["valid"]
+    assert check_memory(memory, ws.root, today, cache=cache).as_json() == first.as_json()
+    kept = json.loads(cache.read_bytes())["topics"]
+    assert len(kept) == (0 if extra else 1)  # a date would not come back the same from JSON
+    (memory / "money.md").write_text(text.replace("applyDiscount", "applyRebate__"))
+    edited = check_memory(memory, ws.root, today, cache=cache)
+    assert [f.status for f in edited.facts] == ["unverifiable"]
+    assert edited.as_json() == check_memory(memory, ws.root, today).as_json()
