@@ -296,20 +296,27 @@ def main() -> int:
             assert isinstance(data, dict)
             print(f"  {name}: {len(data['facts'])} facts, {data['valid']} valid, "
                   f"{data['stale']} stale, {data['unverifiable']} unverifiable")
+        # the memory once a dream retired the 8 stale facts: what the next dream starts from
+        retired = base / "memory-retired"
+        shutil.copytree(recorded, retired)
+        maintain_memory(retired, workspace, date.today())
         # the cache an earlier check of this tree left (the editor's diagnostics, a dream)
-        warm = base / "warm-cache.json"
-        check_memory(recorded, workspace, date.today(), cache=warm)
+        warm = {memory: base / f"warm-{memory.name}.json" for memory in (recorded, retired)}
+        for memory, cache in warm.items():
+            check_memory(memory, workspace, date.today(), cache=cache)
         home = base / "home"
         home.mkdir()
         install_samples(home, workspace)
-        dream_cpu: dict[str, list[float]] = {}
-        walls = dream_rounds(workspace, recorded, home, args.rounds, warm, dream_cpu)
-        report_dream("dream over the 4 sample sessions", walls, dream_cpu)
+        for memory, what in ((recorded, "8 facts to retire"), (retired, "nothing to retire")):
+            dream_cpu: dict[str, list[float]] = {}
+            walls = dream_rounds(workspace, memory, home, args.rounds, warm[memory], dream_cpu)
+            report_dream(f"dream over the 4 sample sessions, {what}", walls, dream_cpu)
         if args.copies:
             sessions = copy_sessions(home, args.copies)
             dream_cpu = {}
-            walls = dream_rounds(workspace, recorded, home, args.rounds, warm, dream_cpu)
-            report_dream(f"dream over {sessions} sessions", walls, dream_cpu)
+            walls = dream_rounds(workspace, recorded, home, args.rounds, warm[recorded],
+                                 dream_cpu)
+            report_dream(f"dream over {sessions} sessions, 8 facts to retire", walls, dream_cpu)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

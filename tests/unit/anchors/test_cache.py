@@ -115,10 +115,10 @@ def test_an_edit_in_place_with_the_same_size_and_mtime_is_seen(
     """On whole-second timestamps an edit in the same second as the check keeps every field
     of the signature (inode, size, mtime, ctime): the content hash kept for a file changed
     that recently decides."""
-    import reverie.anchors.tree as tree_module
+    import reverie.anchors.files as files_module
 
     cache = tmp_path / "check-cache.json"
-    monkeypatch.setattr(tree_module, "os", CoarseClock())
+    monkeypatch.setattr(files_module, "os", CoarseClock())
     monkeypatch.setattr(cache_module, "os", CoarseClock())
     path = ws.root / "src/lib/money.ts"
     time.sleep(1 - time.time() % 1 + 0.01)  # check and edit within one second
