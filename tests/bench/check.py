@@ -184,6 +184,24 @@ def copy_sessions(home: Path, copies: int) -> int:
 DREAM_CASES = ("without", "with, no cache", "with, cache warm")
 
 
+def settle(workspace: Path, memory: Path, home: Path, target: Path) -> Path:
+    """The memory a first dream over ``home``'s sessions leaves, copied to ``target``."""
+    from reverie.config import Settings
+    from reverie.dream.runner import DreamRequest, DreamRunner
+
+    data = Path(tempfile.mkdtemp(prefix="bench-settle-"))
+    shutil.copytree(memory, data / "memory")
+    settings = Settings(data_dir=data, agent_home=home, memory_dir=data / "memory")
+    result = asyncio.run(DreamRunner(settings).run(DreamRequest(workspace=workspace,
+                                                                manual=True)))
+    if result.error:
+        raise SystemExit(f"dream failed: {result.error}")
+    shutil.copytree(data / "memory", target,
+                    ignore=shutil.ignore_patterns(".reverie", ".consolidate-lock"))
+    shutil.rmtree(data, ignore_errors=True)
+    return target
+
+
 def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int, warm: Path,
                  cpu: dict[str, list[float]]) -> dict[str, list[float]]:
     """Dream durations without validation (a no-op in its place) and with it, with no check
@@ -296,18 +314,18 @@ def main() -> int:
             assert isinstance(data, dict)
             print(f"  {name}: {len(data['facts'])} facts, {data['valid']} valid, "
                   f"{data['stale']} stale, {data['unverifiable']} unverifiable")
-        # the memory once a dream retired the 8 stale facts: what the next dream starts from
-        retired = base / "memory-retired"
-        shutil.copytree(recorded, retired)
-        maintain_memory(retired, workspace, date.today())
-        # the cache an earlier check of this tree left (the editor's diagnostics, a dream)
-        warm = {memory: base / f"warm-{memory.name}.json" for memory in (recorded, retired)}
-        for memory, cache in warm.items():
-            check_memory(memory, workspace, date.today(), cache=cache)
         home = base / "home"
         home.mkdir()
         install_samples(home, workspace)
-        for memory, what in ((recorded, "8 facts to retire"), (retired, "nothing to retire")):
+        # what the next dream starts from: the memory the first dream (8 facts retired, the
+        # sessions' facts added, their anchors recorded) left
+        settled = settle(workspace, recorded, home, base / "memory-settled")
+        # the cache an earlier check of this tree left (the editor's diagnostics, a dream)
+        warm = {memory: base / f"warm-{memory.name}.json" for memory in (recorded, settled)}
+        for memory, cache in warm.items():
+            check_memory(memory, workspace, date.today(), cache=cache)
+        for memory, what in ((recorded, "8 facts to retire"),
+                             (settled, "the next dream: nothing to retire")):
             dream_cpu: dict[str, list[float]] = {}
             walls = dream_rounds(workspace, memory, home, args.rounds, warm[memory], dream_cpu)
             report_dream(f"dream over the 4 sample sessions, {what}", walls, dream_cpu)

@@ -65,6 +65,10 @@ class WorkTree(WorkingFiles):
         self._past_names: dict[str, str] = {}
         self._past_scanned: set[str] = set()
         self._history_spent = 0.0
+        self._trees: dict[bytes, Any] = {}
+        self._walked: list[tuple[str, Any, Any, bool]] = []  # the first-parent walk so far
+        self._walk_next: Any = ...  # the next commit to read (None: the walk's end)
+        self._shallow: set[Any] = set()
         self._open_repo()
 
     # --- git -----------------------------------------------------------------------------
@@ -192,7 +196,7 @@ class WorkTree(WorkingFiles):
         try:
             from dulwich.object_store import tree_lookup_path
 
-            mode, sha = tree_lookup_path(self.repo.__getitem__, tree, self._repo_path(rel))
+            mode, sha = tree_lookup_path(self._object, tree, self._repo_path(rel))
             if stat.S_ISDIR(mode):
                 return None
             blob = self.repo[sha]
@@ -207,33 +211,45 @@ class WorkTree(WorkingFiles):
         try:
             from dulwich.object_store import tree_lookup_path
 
-            tree_lookup_path(self.repo.__getitem__, tree, self._repo_path(rel))
+            tree_lookup_path(self._object, tree, self._repo_path(rel))
             return True
         except Exception:
             return False
 
+    def _object(self, sha: bytes) -> Any:
+        """A git object; trees are kept for the check (every search walks the same ones)."""
+        found = self._trees.get(sha)
+        if found is None:
+            found = self.repo[sha]
+            if getattr(found, "type_name", b"") == b"tree" and len(self._trees) < 50_000:
+                self._trees[sha] = found
+        return found
+
     def _first_parent_commits(self) -> Iterator[tuple[str, Any, Any, bool]]:
         """(short id, tree, parent tree, parent missing because the clone is shallow) from
-        HEAD backwards along first parents, bounded in count and time."""
+        HEAD backwards along first parents, bounded in count and time. The commits read are
+        kept: the next search of the check replays them before reading further."""
         if self.repo is None or self._head_tree is None:
             return
-        try:
-            sha = self.repo.head()
-            shallow = self.repo.get_shallow()
-        except Exception:
-            return
+        if self._walk_next is ...:
+            try:
+                self._walk_next, self._shallow = self.repo.head(), self.repo.get_shallow()
+            except Exception:
+                self._walk_next = None
         started = time.monotonic()  # one budget for all the history searches of a check
         try:
-            for _ in range(MAX_HISTORY_COMMITS):
+            for index in range(MAX_HISTORY_COMMITS):
                 if self._history_spent + time.monotonic() - started > HISTORY_BUDGET_SECONDS:
                     return
-                step = self._history_step(sha, shallow)
-                if step is None:
-                    return
-                item, sha = step
-                yield item
-                if sha is None:
-                    return
+                if index == len(self._walked):
+                    step = None if self._walk_next is None else self._history_step(
+                        self._walk_next, self._shallow)
+                    if step is None:
+                        self._walk_next = None
+                        return
+                    self._walked.append(step[0])
+                    self._walk_next = step[1]
+                yield self._walked[index]
         finally:
             self._history_spent += time.monotonic() - started
 
