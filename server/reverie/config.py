@@ -247,6 +247,11 @@ class ProjectPaths:
         return self.root / "journals"
 
     @property
+    def check_cache(self) -> Path:
+        """What earlier staleness checks established (``reverie.anchors.cache``)."""
+        return self.root / "check-cache.json"
+
+    @property
     def logs_dir(self) -> Path:
         """Daily-log mode input: ``logs/YYYY/MM/YYYY-MM-DD.md``."""
         return self.root / "logs"

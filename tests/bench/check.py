@@ -8,15 +8,19 @@ history work for the stale facts. The memory has 200 facts in 10 topic files: pa
 scripts, make targets, dependencies, and rules with no anchor.
 
 Timed, whole process (launch to exit, ``python -m reverie check --json``), medians of the rounds:
-- ``check (anchors recorded)``: the memory as a dream leaves it (anchors in front matter);
-- ``check (anchors extracted)``: a hand-written memory (anchors found at check time);
+- ``check (anchors recorded)``: the memory as a dream leaves it (anchors in front matter), with
+  no check cache (a data dir of its own each round) and with the cache an earlier check left;
+- ``check (anchors extracted)``: a hand-written memory (anchors found at check time), no cache;
 - baseline ``reverie --version`` (the CLI start) in the same loop, and the ratio to it.
 
-Dream: a manual offline dream over the bundled sample sessions on the same workspace and memory,
-with the validation and with it replaced by a no-op (in-process, same rounds interleaved); the
-difference over the time without it is what validation adds (goal: <= 20%).
+Dream: a manual offline dream on the same workspace and memory, with the validation (no check
+cache, and the cache an earlier check of the same tree left) and with it replaced by a no-op
+(in-process, rounds interleaved); the difference over the time without it is what validation
+adds (goal: <= 20%). Over the bundled sample sessions (4), and over ``--copies`` copies of the
+three Claude Code samples under new session ids (a dream over 25 sessions).
 
-Run: ``.venv/bin/python tests/bench/check.py`` (``--rounds N``, ``--files N``, ``--facts N``).
+Run: ``.venv/bin/python tests/bench/check.py`` (``--rounds N``, ``--files N``, ``--facts N``,
+``--copies N``).
 """
 
 from __future__ import annotations
@@ -152,39 +156,100 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return elapsed, cpu, done.stdout
 
 
-def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int,
-                 cpu: dict[str, list[float]] | None = None) -> tuple[list[float], list[float]]:
-    """Dream durations with validation and with a no-op in its place, interleaved (and, into
-    ``cpu``, the process CPU time of each: the engine runs in a thread of this process, so it
-    is counted; on a loaded machine CPU time says what wall time cannot)."""
+def copy_sessions(home: Path, copies: int) -> int:
+    """``copies`` more copies of each installed Claude Code sample under new session ids
+    (oldest first, a minute apart); returns how many sessions the home holds."""
+    import uuid
+
+    projects = next((home / ".claude" / "projects").iterdir())
+    originals = sorted(projects.glob("*.jsonl"))
+    made: list[Path] = []
+    for copy in range(copies):
+        for source in originals:
+            data = source.read_text("utf-8")
+            ids = {json.loads(line).get("sessionId") for line in data.splitlines() if line}
+            for old in ids - {None}:
+                new = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{old}/{copy}"))
+                data = data.replace(str(old), new)
+            target = projects / f"{uuid.uuid5(uuid.NAMESPACE_URL, f'{source.stem}/{copy}')}.jsonl"
+            target.write_text(data, "utf-8")
+            made.append(target)
+    now = time.time()
+    for position, path in enumerate(made):
+        stamp = now - 3600 - 60 * (len(made) - position)
+        os.utime(path, (stamp, stamp))
+    return len(list(home.rglob("*.jsonl")))
+
+
+DREAM_CASES = ("without", "with, no cache", "with, cache warm")
+
+
+def settle(workspace: Path, memory: Path, home: Path, target: Path) -> Path:
+    """The memory a first dream over ``home``'s sessions leaves, copied to ``target``."""
+    from reverie.config import Settings
+    from reverie.dream.runner import DreamRequest, DreamRunner
+
+    data = Path(tempfile.mkdtemp(prefix="bench-settle-"))
+    shutil.copytree(memory, data / "memory")
+    settings = Settings(data_dir=data, agent_home=home, memory_dir=data / "memory")
+    result = asyncio.run(DreamRunner(settings).run(DreamRequest(workspace=workspace,
+                                                                manual=True)))
+    if result.error:
+        raise SystemExit(f"dream failed: {result.error}")
+    shutil.copytree(data / "memory", target,
+                    ignore=shutil.ignore_patterns(".reverie", ".consolidate-lock"))
+    shutil.rmtree(data, ignore_errors=True)
+    return target
+
+
+def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int, warm: Path,
+                 cpu: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Dream durations without validation (a no-op in its place) and with it, with no check
+    cache and with ``warm`` (the cache an earlier check of this tree left) in the data dir,
+    interleaved; into ``cpu``, the process CPU time of each (the engine runs in a thread of
+    this process, so it is counted; on a loaded machine CPU time says what wall time
+    cannot)."""
     import reverie.dream.runner as runner_module
     from reverie.anchors.retire import MaintainResult, maintain_memory
-    from reverie.config import Settings
+    from reverie.config import ProjectPaths, Settings
     from reverie.dream.runner import DreamRequest, DreamRunner
 
     def skip(*_args: object) -> MaintainResult:
         return MaintainResult()
 
-    with_check: list[float] = []
-    without: list[float] = []
+    walls: dict[str, list[float]] = {label: [] for label in DREAM_CASES}
     for _ in range(rounds):
-        for label, func in (("with", maintain_memory), ("without", skip)):
+        for label in DREAM_CASES:
             data = Path(tempfile.mkdtemp(prefix="bench-dream-"))
             copy = data / "memory"
             shutil.copytree(memory, copy)
             settings = Settings(data_dir=data, agent_home=home, memory_dir=copy)
+            if label == "with, cache warm":
+                target = ProjectPaths(settings, workspace).check_cache
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(warm, target)
+            func = skip if label == "without" else maintain_memory
             runner_module.maintain_memory = func  # type: ignore[assignment]
             used = time.process_time()
             result = asyncio.run(DreamRunner(settings).run(
                 DreamRequest(workspace=workspace, manual=True)))
-            if cpu is not None:
-                cpu.setdefault(label, []).append(time.process_time() - used)
+            cpu.setdefault(label, []).append(time.process_time() - used)
             if result.error:
                 raise SystemExit(f"dream failed: {result.error}")
-            (with_check if label == "with" else without).append(result.duration_ms / 1000)
+            walls[label].append(result.duration_ms / 1000)
             shutil.rmtree(data, ignore_errors=True)
     runner_module.maintain_memory = maintain_memory  # type: ignore[assignment]
-    return with_check, without
+    return walls
+
+
+def report_dream(title: str, walls: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    plain, plain_cpu = statistics.median(walls["without"]), statistics.median(cpu["without"])
+    print(f"{title}: without validation {plain:.2f} s wall, {plain_cpu:.2f} s CPU")
+    for label in DREAM_CASES[1:]:
+        wall, used = statistics.median(walls[label]), statistics.median(cpu[label])
+        print(f"  {label:<17} {wall:.2f} s wall (+{wall - plain:.2f} s, "
+              f"{(wall - plain) / plain:+.0%}); {used:.2f} s CPU (+{used - plain_cpu:.2f} s, "
+              f"{(used - plain_cpu) / plain_cpu:+.0%})")
 
 
 def main() -> int:
@@ -192,7 +257,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--facts", type=int, default=200)
+    parser.add_argument("--copies", type=int, default=8)
     args = parser.parse_args()
+    from reverie.anchors.memory import check_memory
     from reverie.anchors.retire import maintain_memory
     from reverie.samples import install_samples
 
@@ -210,18 +277,27 @@ def main() -> int:
         print(f"repository: {args.files} files, 2 commits, built in "
               f"{time.monotonic() - started:.1f} s")
         env = dict(os.environ, REVERIE_DATA_DIR=str(base / "data"))
-        cases = {"check (anchors recorded)": recorded, "check (anchors extracted)": fresh}
+        # name: (memory, data dir kept from round to round: the cache of the last check)
+        cases = {"check (recorded, no cache)": (recorded, False),
+                 "check (recorded, cache warm)": (recorded, True),
+                 "check (extracted, no cache)": (fresh, False)}
         times: dict[str, list[float]] = {name: [] for name in cases}
         cpu: dict[str, list[float]] = {name: [] for name in cases}
         start_case = "baseline: reverie --version"
         times[start_case], cpu[start_case] = [], []
         report: dict[str, object] = {}
-        for _ in range(args.rounds):
+        warm_env = dict(env, REVERIE_MEMORY_DIR=str(recorded))
+        timed([sys.executable, "-m", "reverie", "check", "--workspace", str(workspace)],
+              warm_env)  # the earlier check
+        for round_number in range(args.rounds):
             elapsed, used, _out = timed([sys.executable, "-m", "reverie", "--version"], env)
             times[start_case].append(elapsed)
             cpu[start_case].append(used)
-            for name, memory in cases.items():
+            for name, (memory, keep) in cases.items():
                 run_env = dict(env, REVERIE_MEMORY_DIR=str(memory))
+                if not keep:
+                    run_env["REVERIE_DATA_DIR"] = str(
+                        base / f"data-{round_number}-{list(cases).index(name)}")
                 elapsed, used, out = timed([sys.executable, "-m", "reverie", "check",
                                             "--workspace", str(workspace), "--json"], run_env)
                 times[name].append(elapsed)
@@ -241,18 +317,24 @@ def main() -> int:
         home = base / "home"
         home.mkdir()
         install_samples(home, workspace)
-        dream_cpu: dict[str, list[float]] = {}
-        with_check, without = dream_rounds(workspace, recorded, home, args.rounds, dream_cpu)
-        plain = statistics.median(without)
-        added = statistics.median(with_check) - plain
-        print(f"dream without validation: {plain:.2f} s; with: "
-              f"{statistics.median(with_check):.2f} s; validation adds {added:.2f} s "
-              f"({added / plain:.0%})")
-        plain_cpu = statistics.median(dream_cpu["without"])
-        added_cpu = statistics.median(dream_cpu["with"]) - plain_cpu
-        print(f"dream CPU without validation: {plain_cpu:.2f} s; with: "
-              f"{statistics.median(dream_cpu['with']):.2f} s; validation adds "
-              f"{added_cpu:.2f} s CPU ({added_cpu / plain_cpu:.0%})")
+        # what the next dream starts from: the memory the first dream (8 facts retired, the
+        # sessions' facts added, their anchors recorded) left
+        settled = settle(workspace, recorded, home, base / "memory-settled")
+        # the cache an earlier check of this tree left (the editor's diagnostics, a dream)
+        warm = {memory: base / f"warm-{memory.name}.json" for memory in (recorded, settled)}
+        for memory, cache in warm.items():
+            check_memory(memory, workspace, date.today(), cache=cache)
+        for memory, what in ((recorded, "8 facts to retire"),
+                             (settled, "the next dream: nothing to retire")):
+            dream_cpu: dict[str, list[float]] = {}
+            walls = dream_rounds(workspace, memory, home, args.rounds, warm[memory], dream_cpu)
+            report_dream(f"dream over the 4 sample sessions, {what}", walls, dream_cpu)
+        if args.copies:
+            sessions = copy_sessions(home, args.copies)
+            dream_cpu = {}
+            walls = dream_rounds(workspace, recorded, home, args.rounds, warm[recorded],
+                                 dream_cpu)
+            report_dream(f"dream over {sessions} sessions, 8 facts to retire", walls, dream_cpu)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

@@ -492,24 +492,27 @@ class CaseResult:
 
 def run_case(case: Case, root: Path, mode: str = "recorded") -> CaseResult:
     """Build the project, record anchors as a dream would (``recorded``) or not (``fresh``:
-    extracted at check time, as for a hand-written memory), apply the change, check."""
+    extracted at check time, as for a hand-written memory), apply the change, check.
+    ``cached``: as ``recorded``, every check through one check cache (``anchors.cache``), so
+    the check after the change starts from what the checks before it cached."""
     from datetime import date
 
     from reverie.anchors.memory import check_memory
     from reverie.anchors.retire import maintain_memory
 
     ws, memory = build_project(case.project, root)
+    cache = root / "data" / "check-cache.json" if mode == "cached" else None
     today = date(2026, 12, 1)
-    before = check_memory(memory, ws.root, today)
+    before = check_memory(memory, ws.root, today, cache=cache)
     base_stale = {f.fact.key for f in before.facts if f.status == "stale"}
-    if mode == "recorded":
-        maintain_memory(memory, ws.root, today)
+    if mode in ("recorded", "cached"):
+        maintain_memory(memory, ws.root, today, cache=cache)
     case.change(ws)
     if case.commit:
         ws.commit(case.id)
     else:
         ws.stage()
-    after = check_memory(memory, ws.root, today)
+    after = check_memory(memory, ws.root, today, cache=cache)
     texts = {f.fact.key: "\n".join(f.fact.lines) for f in after.facts}
     expected: set[str] = set()
     for piece in case.stale:

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from reverie.anchors.bullets import Bullet, read_bullets
+from reverie.anchors.cache import CheckCache, digest
 from reverie.anchors.extract import Extractor, path_words
 from reverie.anchors.model import Anchor, AnchorCheck, Status, combine
 from reverie.anchors.symbols import SymbolIndex
 from reverie.anchors.tree import WorkTree
 from reverie.anchors.validate import Validator
-from reverie.memory.store import TopicMeta, read_topic, topic_names
+from reverie.memory import nofollow
+from reverie.memory.store import TopicMeta, parse_topic, read_topic, topic_names
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +77,8 @@ class TopicFacts:
     text: str
     body_start: int
     facts: list[MemoryFact] = field(default_factory=list)
+    #: the anchors its front matter records, by fact key
+    recorded: dict[str, Recorded] = field(default_factory=dict)
 
 
 def recorded_anchors(meta: TopicMeta) -> dict[str, Recorded]:
@@ -109,23 +113,20 @@ def _date(value: Any) -> date | None:
     return None
 
 
-def read_topic_facts(memory_dir: Path, name: str) -> TopicFacts | None:
+def read_topic_facts(memory_dir: Path, name: str,
+                     cache: CheckCache | None = None) -> TopicFacts | None:
     """A topic file's live facts; None when it cannot be read or its front matter is broken
-    (a file the user broke is theirs to fix)."""
+    (a file the user broke is theirs to fix). ``cache``: front matter parsed before, by the
+    file's content hash (every fact's anchors live there: parsing YAML is the dear part)."""
     path = memory_dir / name
-    try:
-        topic = read_topic(path)
-        raw = path.read_bytes().decode("utf-8", "replace")
-    except OSError as exc:
-        logger.info("check: skipping unreadable topic %s: %s", name, exc)
+    parsed = _parsed_topic(path, cache)
+    if parsed is None:
         return None
-    if topic.error:
-        return None
+    meta, raw, start = parsed
     lines = raw.splitlines()
-    start = _body_start(lines, topic.body, topic.has_front_matter)
-    recorded = recorded_anchors(topic.meta)
-    topic_pinned = (topic.meta.model_extra or {}).get("pinned") is True
-    out = TopicFacts(name=name, meta=topic.meta, text=raw, body_start=start)
+    recorded = recorded_anchors(meta)
+    topic_pinned = (meta.model_extra or {}).get("pinned") is True
+    out = TopicFacts(name=name, meta=meta, text=raw, body_start=start, recorded=recorded)
     for bullet in read_bullets(lines[start:]):
         pinned = topic_pinned or any(_PINNED.search(line) for line in bullet.lines)
         out.facts.append(MemoryFact(
@@ -133,6 +134,40 @@ def read_topic_facts(memory_dir: Path, name: str) -> TopicFacts | None:
             end=start + bullet.end, lines=bullet.lines, recorded=recorded.get(bullet.key),
             pinned=pinned))
     return out
+
+
+def _parsed_topic(path: Path, cache: CheckCache | None) -> tuple[TopicMeta, str, int] | None:
+    """A topic's front matter, text and first body line (None: unreadable or broken)."""
+    if cache is not None:
+        try:
+            data = nofollow.read_file(path)
+        except OSError as exc:
+            logger.info("check: skipping unreadable topic %s: %s", path.name, exc)
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # parsed as always below (replacement characters, the error reported)
+        else:
+            content = digest(data)
+            hit = cache.topic(content)
+            if hit is not None:
+                return hit[0], text, hit[1]
+            parsed = parse_topic(path, text)
+            if parsed.error:
+                return None
+            start = _body_start(text.splitlines(), parsed.body, parsed.has_front_matter)
+            cache.remember_topic(content, parsed.meta, start)
+            return parsed.meta, text, start
+    try:
+        topic = read_topic(path)
+        raw = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        logger.info("check: skipping unreadable topic %s: %s", path.name, exc)
+        return None
+    if topic.error:
+        return None
+    return topic.meta, raw, _body_start(raw.splitlines(), topic.body, topic.has_front_matter)
 
 
 def _body_start(lines: list[str], body: str, has_front_matter: bool) -> int:
@@ -146,10 +181,10 @@ def _body_start(lines: list[str], body: str, has_front_matter: bool) -> int:
     return closing + 1
 
 
-def memory_facts(memory_dir: Path) -> list[TopicFacts]:
+def memory_facts(memory_dir: Path, cache: CheckCache | None = None) -> list[TopicFacts]:
     topics = []
     for name in topic_names(memory_dir):
-        parsed = read_topic_facts(memory_dir, name)
+        parsed = read_topic_facts(memory_dir, name, cache)
         if parsed is not None:
             topics.append(parsed)
     return topics
@@ -198,22 +233,33 @@ class MemoryCheck:
 
 
 def check_memory(memory_dir: Path, workspace: Path, today: date,
-                 aging_days: int = 0) -> MemoryCheck:
-    """Check every live fact of ``memory_dir`` against ``workspace`` (read only)."""
-    topics = memory_facts(memory_dir)
-    with WorkTree(workspace) as tree:
-        facts = _check_facts(topics, tree, today, aging_days)
+                 aging_days: int = 0, cache: Path | None = None) -> MemoryCheck:
+    """Check every live fact of ``memory_dir`` against ``workspace`` (the memory is only
+    read). ``cache``: the workspace's check cache (``anchors.cache``, in the project's data
+    dir), read and updated; None checks everything from scratch."""
+    store = CheckCache(cache, workspace)
+    try:
+        topics = memory_facts(memory_dir, store)
+        with WorkTree(workspace) as tree:
+            facts = _check_with(topics, tree, today, aging_days, store)
+    finally:
+        store.save()
     return MemoryCheck(memory_dir=memory_dir, workspace=workspace, topics=topics, facts=facts)
 
 
-def check_topics(topics: list[TopicFacts], workspace: Path, today: date) -> list[FactStatus]:
+def check_topics(topics: list[TopicFacts], workspace: Path, today: date,
+                 cache: Path | None = None) -> list[FactStatus]:
     """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall)."""
-    with WorkTree(workspace) as tree:
-        return _check_facts(topics, tree, today, 0)
+    store = CheckCache(cache, workspace)
+    try:
+        with WorkTree(workspace) as tree:
+            return _check_with(topics, tree, today, 0, store)
+    finally:
+        store.save()
 
 
-def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
-                 aging_days: int) -> list[FactStatus]:
+def _check_with(topics: list[TopicFacts], tree: WorkTree, today: date,
+                aging_days: int, cache: CheckCache) -> list[FactStatus]:
     symbols = SymbolIndex(tree)
     facts = [f for t in topics for f in t.facts]
     fresh = [f for f in facts if f.recorded is None]
@@ -225,7 +271,7 @@ def _check_facts(topics: list[TopicFacts], tree: WorkTree, today: date,
         if fact.recorded is not None:
             anchors[id(fact)] = fact.recorded.anchors
     groups = [anchors[id(f)] for f in facts]
-    checked = Validator(tree, symbols).check_many(groups)
+    checked = Validator(tree, symbols, cache).check_many(groups)
     out: list[FactStatus] = []
     for fact, group, checks in zip(facts, groups, checked, strict=True):
         status, reason = combine(checks)

@@ -37,8 +37,11 @@ class Anchor(BaseModel):
         if len(kinds) != 1 or not isinstance(raw[kinds[0]], str | int | float):
             return None
         where = raw.get("in")
-        return cls(kind=kinds[0], value=str(raw[kinds[0]]),  # type: ignore[arg-type]
-                   where=str(where) if isinstance(where, str | int) and where else None)
+        # checked above, field by field: built without pydantic's validation (every fact's
+        # anchors are read back on every check)
+        return cls.model_construct(
+            kind=kinds[0], value=str(raw[kinds[0]]),
+            where=str(where) if isinstance(where, str | int) and where else None)
 
     def describe(self) -> str:
         where = f" in {self.where}" if self.where else ""

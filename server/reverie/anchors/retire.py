@@ -81,12 +81,14 @@ class MaintainResult:
 
 def maintain_memory(memory_dir: Path, workspace: Path, today: date,
                     aging_days: int = 0,
-                    confirmations: Confirmations | None = None) -> MaintainResult:
+                    confirmations: Confirmations | None = None,
+                    cache: Path | None = None) -> MaintainResult:
     """Validate every fact of ``memory_dir`` (a staged copy) against ``workspace`` and write
     what follows: retirements, anchors, aging marks, index hooks. ``confirmations``: what the
     run's sessions confirmed (a command run again successfully, a file edited again), which
-    refreshes a fact's ``verified`` date and takes it out of aging."""
-    check = check_memory(memory_dir, workspace, today, aging_days)
+    refreshes a fact's ``verified`` date and takes it out of aging. ``cache``: the workspace's
+    check cache (``anchors.cache``)."""
+    check = check_memory(memory_dir, workspace, today, aging_days, cache)
     if confirmations:
         _confirm(check, confirmations, today, aging_days)
     return _apply(memory_dir, check, today, lambda s: s.status == "stale", {}, mark_aging=True,
@@ -227,8 +229,8 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
             verified = status.confirmed_on  # a session ran it (or edited it) again
         entries[status.fact.key] = overrides.get(
             status.fact.key, Recorded(anchors=status.anchors, verified=verified))
-    changed_anchors = {k: [a.to_yaml() for a in v.anchors] for k, v in entries.items()} != \
-        {k: [a.to_yaml() for a in v.anchors] for k, v in old.items()}
+    changed_anchors = {k: v.anchors for k, v in entries.items()} != \
+        {k: v.anchors for k, v in old.items()}
     changed_dates = {k: v.verified for k, v in entries.items()} != \
         {k: v.verified for k, v in old.items() if k in entries}
     if not record:
@@ -248,7 +250,7 @@ def _rewrite(topic: TopicFacts, statuses: list[FactStatus], today: date,
 
 
 def _recorded(topic: TopicFacts) -> dict[str, Recorded]:
-    return recorded_anchors(topic.meta)
+    return topic.recorded
 
 
 def _has_front_matter(text: str) -> bool:

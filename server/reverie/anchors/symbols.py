@@ -12,11 +12,12 @@ alternation, each file read once.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reverie.anchors.tree import WorkTree
+from reverie.anchors.tree import GENERATED_DIRS, WorkTree
 
 SOURCE_EXTENSIONS = frozenset("""
 ts tsx js jsx mjs cjs mts cts py pyi go rs java kt kts scala rb php c h cc cpp hpp cs swift m
@@ -66,6 +67,42 @@ class SymbolIndex:
         text = self.tree.read_text(path)
         return text is not None and _word(name).search(text) is not None
 
+    def present(self, names: Iterable[str], near: Iterable[str] = ()) -> dict[str, str]:
+        """For each name that occurs in a source file: one such file. The files next to
+        ``near`` (where the names were last seen) are read first, and the whole tree is listed
+        and read only for the names not found there: a moved symbol is usually next door.
+        (``locate`` tells where a name is defined; the check only asks whether it occurs.)"""
+        wanted = set(names)
+        out = {n: loc.path for n in wanted if (loc := self._cache.get(n)) is not None}
+        wanted -= set(out) | {n for n in wanted if n in self._cache}  # known absent
+        if wanted:
+            folders = dict.fromkeys(p.rsplit("/", 1)[0] if "/" in p else "" for p in near)
+            files = [f for folder in folders for f in self._listed(folder)]
+            hits = _occurrences(self.tree, sorted(wanted), files)
+            out.update(hits)
+            wanted -= set(hits)
+        if wanted:
+            out.update({n: loc.path for n, loc in self.locate(wanted).items()})
+        return out
+
+    def _listed(self, folder: str) -> list[str]:
+        """The source files directly in ``folder``, as the tree's walk would list them: not
+        in a generated or dot folder, not through a symlinked folder, no symlinked file."""
+        parts = folder.split("/") if folder else []
+        if any(p in GENERATED_DIRS or p.startswith(".") or p in ("", "..") for p in parts):
+            return []
+        real_root = os.path.realpath(self.tree.root)
+        path = os.path.join(real_root, folder) if folder else real_root
+        if os.path.realpath(path) != path:
+            return []
+        prefix = f"{folder}/" if folder else ""
+        try:
+            with os.scandir(path) as entries:
+                return sorted(prefix + e.name for e in entries
+                              if e.is_file(follow_symlinks=False) and is_source(e.name))
+        except OSError:
+            return []
+
     def locate(self, names: Iterable[str], near: Iterable[str] = ()) -> dict[str, Location]:
         """For each name that occurs in a source file: where (a file defining it preferred).
         Files in the folders of ``near`` (where the names were last seen) are read first: a
@@ -113,6 +150,25 @@ class SymbolIndex:
         out.update({name: Location(path, True) for name, path in imported.items()})
         out.update({name: Location(path, True) for name, path in defined.items()})
         return out
+
+
+def _occurrences(tree: WorkTree, names: list[str], files: list[str]) -> dict[str, str]:
+    """Name -> the first of ``files`` it occurs in (one alternation, each file read once)."""
+    if not names or not files:
+        return {}
+    alternation = re.compile(
+        r"(?<![\w$])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+        + r")(?![\w$])")
+    found: dict[str, str] = {}
+    for path in files:
+        text = tree.read_text(path)
+        if text is None:
+            continue
+        for name in set(alternation.findall(text)):
+            found.setdefault(name, path)
+        if len(found) == len(names):
+            break
+    return found
 
 
 def _word(name: str) -> re.Pattern[str]:

@@ -8,7 +8,6 @@ name the same ``package.json`` read it once.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import stat
@@ -16,27 +15,20 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any
+
+from reverie.anchors.files import GENERATED_DIRS as GENERATED_DIRS
+from reverie.anchors.files import MAX_FILE_BYTES as MAX_FILE_BYTES
+from reverie.anchors.files import MAX_LISTED_FILES as MAX_LISTED_FILES
+from reverie.anchors.files import PathState as PathState
+from reverie.anchors.files import WorkingFiles
+from reverie.anchors.files import decode as _decode
 
 logger = logging.getLogger(__name__)
 
-#: folders that hold what a build or an installer made, not the project's own files
-GENERATED_DIRS = frozenset({
-    ".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".tox", ".nox", "dist", "build", "out", "target", ".next", ".nuxt",
-    ".svelte-kit", "coverage", ".turbo", ".cache", ".gradle", ".idea", ".vscode", "vendor",
-    ".terraform", "site-packages", ".parcel-cache",
-})
-#: a file larger than this is not read for symbols, keys or scripts
-MAX_FILE_BYTES = 2_000_000
-#: at most this many files are listed for a symbol scan (a huge monorepo is scanned in part)
-MAX_LISTED_FILES = 60_000
 #: commits looked at when searching history (first parent, newest first)
 MAX_HISTORY_COMMITS = 400
 HISTORY_BUDGET_SECONDS = 1.5
-
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-PathState = Literal["file", "dir", "missing", "loop", "unreadable", "outside", "special"]
 
 
 @dataclass(frozen=True)
@@ -55,14 +47,12 @@ class HistoryAnswer:
     unknown: str = ""  # why it could not be established ("" with a removal)
 
 
-class WorkTree:
-    """One workspace, read for one check."""
+class WorkTree(WorkingFiles):
+    """One workspace, read for one check: its files, and its git history."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self._root_text = str(root)
-        self._text: dict[str, str | None] = {}
-        self._listed: list[str] | None = None
+        super().__init__(root)
+        self._blobs: dict[tuple[Any, str], bytes | None] = {}
         self.repo: Any = None
         self.git_error = ""
         self.prefix = ""  # the workspace's path inside the repository ("" at its root)
@@ -72,11 +62,13 @@ class WorkTree:
         self._deletions: tuple[dict[str, tuple[str, Any, Any]], str] | None = None
         self._versions: dict[str, list[str]] = {}
         self._head_paths: set[str] | None = None
-        self._by_name: dict[str, list[str]] | None = None
         self._past_names: dict[str, str] = {}
         self._past_scanned: set[str] = set()
         self._history_spent = 0.0
-        self._truncated = False
+        self._trees: dict[bytes, Any] = {}
+        self._walked: list[tuple[str, Any, Any, bool]] = []  # the first-parent walk so far
+        self._walk_next: Any = ...  # the next commit to read (None: the walk's end)
+        self._shallow: set[Any] = set()
         self._open_repo()
 
     # --- git -----------------------------------------------------------------------------
@@ -107,9 +99,7 @@ class WorkTree:
         try:
             head = repo.head()
             self._head_tree = getattr(repo[head], "tree", None)
-        except (KeyError, OSError, ValueError):
-            self._head_tree = None  # no commit yet (an unborn branch)
-        except Exception as exc:  # a corrupt object store: say so, never crash
+        except Exception as exc:  # no commit yet (an unborn branch), or a corrupt store
             logger.debug("cannot read HEAD of %s: %s", repo.path, exc)
             self._head_tree = None
 
@@ -134,6 +124,14 @@ class WorkTree:
     @property
     def has_commits(self) -> bool:
         return self._head_tree is not None
+
+    @property
+    def head_id(self) -> str:
+        """HEAD's commit id ("" without git or commits): what history answers are keyed by."""
+        try:
+            return self.repo.head().decode("ascii") if self._head_tree is not None else ""
+        except Exception:
+            return ""
 
     def _repo_path(self, rel: str) -> bytes:
         full = f"{self.prefix}/{rel}" if self.prefix else rel
@@ -190,18 +188,21 @@ class WorkTree:
     def _blob_at(self, tree: Any, rel: str) -> bytes | None:
         if tree is None or self.repo is None:
             return None
+        if (tree, rel) not in self._blobs:  # many anchors of one manifest: the same history
+            self._blobs[(tree, rel)] = self._read_blob(tree, rel)
+        return self._blobs[(tree, rel)]
+
+    def _read_blob(self, tree: Any, rel: str) -> bytes | None:
         try:
             from dulwich.object_store import tree_lookup_path
 
-            mode, sha = tree_lookup_path(self.repo.__getitem__, tree, self._repo_path(rel))
+            mode, sha = tree_lookup_path(self._object, tree, self._repo_path(rel))
             if stat.S_ISDIR(mode):
                 return None
             blob = self.repo[sha]
             data = blob.as_raw_string()
             return data if isinstance(data, bytes) and len(data) <= MAX_FILE_BYTES else None
-        except (KeyError, OSError, ValueError):
-            return None
-        except Exception:
+        except Exception:  # a missing or corrupt object
             return None
 
     def _exists_at(self, tree: Any, rel: str) -> bool:
@@ -210,33 +211,45 @@ class WorkTree:
         try:
             from dulwich.object_store import tree_lookup_path
 
-            tree_lookup_path(self.repo.__getitem__, tree, self._repo_path(rel))
+            tree_lookup_path(self._object, tree, self._repo_path(rel))
             return True
         except Exception:
             return False
 
+    def _object(self, sha: bytes) -> Any:
+        """A git object; trees are kept for the check (every search walks the same ones)."""
+        found = self._trees.get(sha)
+        if found is None:
+            found = self.repo[sha]
+            if getattr(found, "type_name", b"") == b"tree" and len(self._trees) < 50_000:
+                self._trees[sha] = found
+        return found
+
     def _first_parent_commits(self) -> Iterator[tuple[str, Any, Any, bool]]:
         """(short id, tree, parent tree, parent missing because the clone is shallow) from
-        HEAD backwards along first parents, bounded in count and time."""
+        HEAD backwards along first parents, bounded in count and time. The commits read are
+        kept: the next search of the check replays them before reading further."""
         if self.repo is None or self._head_tree is None:
             return
-        try:
-            sha = self.repo.head()
-            shallow = self.repo.get_shallow()
-        except Exception:
-            return
+        if self._walk_next is ...:
+            try:
+                self._walk_next, self._shallow = self.repo.head(), self.repo.get_shallow()
+            except Exception:
+                self._walk_next = None
         started = time.monotonic()  # one budget for all the history searches of a check
         try:
-            for _ in range(MAX_HISTORY_COMMITS):
+            for index in range(MAX_HISTORY_COMMITS):
                 if self._history_spent + time.monotonic() - started > HISTORY_BUDGET_SECONDS:
                     return
-                step = self._history_step(sha, shallow)
-                if step is None:
-                    return
-                item, sha = step
-                yield item
-                if sha is None:
-                    return
+                if index == len(self._walked):
+                    step = None if self._walk_next is None else self._history_step(
+                        self._walk_next, self._shallow)
+                    if step is None:
+                        self._walk_next = None
+                        return
+                    self._walked.append(step[0])
+                    self._walk_next = step[1]
+                yield self._walked[index]
         finally:
             self._history_spent += time.monotonic() - started
 
@@ -470,114 +483,3 @@ class WorkTree:
         best = max(counts, key=lambda k: counts[k])
         return self._from_repo_path(best)
 
-    # --- the working tree ----------------------------------------------------------------
-    def state(self, rel: str) -> PathState:
-        """What is at ``rel`` in the working tree (never follows a path out of the workspace)."""
-        if not rel or PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts:
-            return "outside"
-        path = self.root / rel
-        try:
-            info = path.stat()
-        except FileNotFoundError:
-            return "missing"
-        except NotADirectoryError:
-            return "missing"
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return "loop"
-            return "unreadable"
-        if stat.S_ISDIR(info.st_mode):
-            return "dir"
-        if stat.S_ISREG(info.st_mode):
-            return "file"
-        return "special"
-
-    def read_text(self, rel: str) -> str | None:
-        """A workspace file's text (None when missing, unreadable, binary, too large or not a
-        regular file: a FIFO is opened without blocking and never read)."""
-        if rel in self._text:
-            return self._text[rel]
-        text: str | None = None
-        parts = PurePosixPath(rel).parts
-        if rel and not rel.startswith("/") and ".." not in parts:
-            try:
-                fd = os.open(os.path.join(self._root_text, rel), os.O_RDONLY | _NONBLOCK)
-            except OSError:
-                fd = -1
-            if fd >= 0:
-                try:
-                    info = os.fstat(fd)
-                    if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_FILE_BYTES:
-                        chunks: list[bytes] = []
-                        size = 0
-                        while size <= info.st_size:
-                            chunk = os.read(fd, info.st_size + 1 - size)
-                            if not chunk:
-                                break
-                            chunks.append(chunk)
-                            size += len(chunk)
-                        data = b"".join(chunks)
-                        if b"\0" not in data[:8192]:
-                            text = _decode(data)
-                except OSError:
-                    text = None
-                finally:
-                    os.close(fd)
-        self._text[rel] = text
-        return text
-
-    def files(self) -> list[str]:
-        """The workspace's own files on disk (tracked or not; generated and dot folders left
-        out), at most ``MAX_LISTED_FILES``. A directory walk: faster than reading a large git
-        index, and it sees a file not added yet."""
-        if self._listed is None:
-            self._listed = self._walk()
-        return self._listed
-
-    @property
-    def files_truncated(self) -> bool:
-        """The walk stopped at ``MAX_LISTED_FILES``: a name not found may be in a file not
-        read (a huge monorepo), so "not found" establishes nothing."""
-        self.files()
-        return self._truncated
-
-    def _walk(self) -> list[str]:
-        found: list[str] = []
-        seen: set[tuple[int, int]] = set()
-        stack: list[tuple[str, str]] = [(str(self.root), "")]  # (folder, its relative prefix)
-        self._truncated = False
-        while stack and len(found) < MAX_LISTED_FILES:
-            folder, prefix = stack.pop()
-            try:
-                info = os.stat(folder)
-                if (info.st_dev, info.st_ino) in seen:
-                    continue  # a symlink loop or a folder linked twice
-                seen.add((info.st_dev, info.st_ino))
-                with os.scandir(folder) as entries:
-                    listed = list(entries)
-            except OSError:
-                continue
-            for entry in listed:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in GENERATED_DIRS and not entry.name.startswith("."):
-                            stack.append((entry.path, f"{prefix}{entry.name}/"))
-                    elif entry.is_file(follow_symlinks=False):
-                        found.append(prefix + entry.name)
-                except OSError:
-                    continue
-        self._truncated = bool(stack) or len(found) > MAX_LISTED_FILES
-        return found[:MAX_LISTED_FILES]
-
-    def find_suffix(self, rel: str) -> list[str]:
-        """Files whose path ends with ``/rel`` (``install.md`` -> ``docs/install.md``)."""
-        if self._by_name is None:
-            self._by_name = {}
-            for path in self.files():
-                self._by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
-        tail = "/" + rel
-        return [p for p in self._by_name.get(rel.rsplit("/", 1)[-1], []) if p.endswith(tail)]
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace")

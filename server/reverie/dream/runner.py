@@ -332,7 +332,8 @@ class DreamRunner:
             kept = await self._engine(
                 maintain_memory, staged.path, paths.workspace, datetime.now(UTC).date(),
                 self.settings.fact_aging_days, Confirmations(outcome.confirmed_commands,
-                                                             outcome.confirmed_paths))
+                                                             outcome.confirmed_paths),
+                paths.check_cache)
             if kept.summary:
                 outcome.summary = "; ".join(p for p in (outcome.summary, kept.summary) if p)
                 staged.summary = outcome.summary

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 import frontmatter
 import yaml  # type: ignore[import-untyped]
+from frontmatter.default_handlers import YAMLHandler
 from pydantic import BaseModel, Field
 
 from reverie.memory import nofollow
@@ -149,11 +150,28 @@ def _normalise_meta(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _OnceYAML(YAMLHandler):
+    """frontmatter's YAML handler (libyaml when present), keeping the block it parsed and
+    the value, so the front matter (every fact's anchors) is parsed once, not twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fm: str | None = None
+        self.data: Any = None
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        self.fm = fm
+        self.data = super().load(fm, **kwargs)
+        return self.data
+
+
 def parse_topic(path: Path, text: str) -> TopicFile:
     """Parse one topic file. Broken front matter is reported, never raised."""
     has_fm = text.startswith("---")
+    once = _OnceYAML()
     try:
-        post = frontmatter.loads(text)
+        # the YAML handler frontmatter would pick, told to keep what it parsed
+        post = frontmatter.loads(text, handler=once if once.detect(text.strip()) else None)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = int(mark.line) + 1 if mark is not None else 0
@@ -164,8 +182,12 @@ def parse_topic(path: Path, text: str) -> TopicFile:
         return TopicFile(path=path, body=text, has_front_matter=has_fm,
                          error=f"front matter could not be read: {_first_line(exc)}")
     block = _FRONT_MATTER.match(text)
-    # libyaml when present (the front matter may hold every fact's anchors): same result
-    raw_meta = yaml.load(block.group(1), Loader=_SAFE_LOADER) if block else None
+    # the raw value tells a mapping from anything else (frontmatter drops a non-mapping);
+    # parsed again only when frontmatter read a different block (its delimiters are looser)
+    raw_meta: Any = None
+    if block:
+        same = once.fm is not None and once.fm.strip("\r\n") == block.group(1).strip("\r\n")
+        raw_meta = once.data if same else yaml.load(block.group(1), Loader=_SAFE_LOADER)
     if not isinstance(post.metadata, dict) or (
         raw_meta is not None and not isinstance(raw_meta, dict)
     ):

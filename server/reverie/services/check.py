@@ -19,7 +19,8 @@ def check_workspace(settings: Settings, workspace: Path,
     """Every live fact of the workspace's memory, checked now."""
     paths = ProjectPaths(settings, workspace)
     return check_memory(paths.memory_dir, paths.workspace,
-                        today or datetime.now(UTC).date(), settings.fact_aging_days)
+                        today or datetime.now(UTC).date(), settings.fact_aging_days,
+                        cache=paths.check_cache)
 
 
 def delivered_index(memory_dir: Path, workspace: Path) -> str | None:

@@ -261,7 +261,7 @@ class SleepCycle:
                 # every fact checked against the code before the apply, as a dream does
                 kept = await asyncio.to_thread(
                     maintain_memory, staged.path, paths.workspace, datetime.now(UTC).date(),
-                    self.settings.fact_aging_days)
+                    self.settings.fact_aging_days, None, paths.check_cache)
                 staged.summary = f"sleep cycle for {review_date.isoformat()}" + (
                     f"; {kept.summary}" if kept.summary else "")
         except LockBusy:

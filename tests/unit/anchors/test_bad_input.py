@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
 
 from staleness_set import GitWorkspace
 
-from reverie.anchors import tree as tree_module
+from reverie.anchors import files as tree_module  # where the walk and its bound live
 from reverie.anchors.memory import check_memory
 from reverie.anchors.model import Anchor, AnchorCheck
 from reverie.anchors.tree import WorkTree
