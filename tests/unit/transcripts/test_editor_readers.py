@@ -354,7 +354,7 @@ PINNED = {
     **{path: (1, 0, 0, 0, 0) for path in COPILOT_LOOKUP},
     # rajbos' hand-written sessions: markdown answers only
     **dict(zip(COPILOT_RAJBOS, [(10, 0, 0, 0, 0), (6, 0, 0, 0, 0), (6, 0, 0, 0, 1),
-                                (4, 0, 0, 0, 0), (6, 0, 0, 0, 0)], strict=True)),
+                                (6, 0, 0, 0, 0)], strict=True)),
     # real exports: a cancelled and a failed request, MCP calls (one failed), web fetches, an
     # empty session; a VS Code PM's agent sessions (multi-replace edits, Playwright MCP, thinking)
     **dict(zip(COPILOT_EXPORTS, [(4, 0, 0, 0, 4), (4, 0, 0, 0, 0), (2, 0, 0, 0, 1),
