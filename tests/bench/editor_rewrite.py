@@ -1,7 +1,7 @@
 """Re-reading a rewritten editor session: a 5 MB Copilot Chat session, rewritten in place.
 
 VS Code rewrites a chat session's ``.json`` document whole on every change (and compacts its
-``.jsonl`` log into one line every 1024 entries). The session is grown from the real fixture's
+``.jsonl`` log into one line every 1024 entries). The session is grown from the fixture's
 requests (new request ids, same content) to the target size; then, in the same run:
 
 - ``fresh``: a whole read (``load_transcript``) of the file, the median of ``--repeats``;
@@ -33,7 +33,7 @@ from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.tail import TranscriptTail
 
 FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "copilot-chat"
-           / "git-ai" / "chatSessions" / "331fed7f-cfd6-409c-8502-06a56322b636.json")
+           / "source-types" / "chatSessions" / "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Report:
 
 
 def grow(target_bytes: int) -> dict[str, Any]:
-    """The real session's requests repeated (fresh ids) until the document is big enough."""
+    """The fixture session's requests repeated (fresh ids) until the document is big enough."""
     base = json.loads(FIXTURE.read_text())
     requests: list[dict[str, Any]] = []
     size = 0

@@ -233,8 +233,8 @@ def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
     """VS Code's agent hooks send ``sessionId`` / ``hookEventName`` and, as ``transcript_path``,
     the Copilot extension's own event log; the notes are kept for VS Code's chat session file
     beside it (``chatSessions/<id>.json``), which the language server tracks under that id."""
-    source = (transcripts_dir / "copilot-chat" / "git-ai" / "chatSessions"
-              / "331fed7f-cfd6-409c-8502-06a56322b636.json")
+    source = (transcripts_dir / "copilot-chat" / "source-types" / "chatSessions"
+              / "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
     session_id = source.stem
     storage = tmp_path / "User" / "workspaceStorage" / "5e0b1c2d3e4f"
     (storage / "chatSessions").mkdir(parents=True)
@@ -242,8 +242,8 @@ def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
     (storage / "workspace.json").write_text(json.dumps({"folder": ws.as_uri()}))
     log = storage / "GitHub.copilot-chat" / "transcripts" / f"{session_id}.jsonl"
     log.parent.mkdir(parents=True)
-    events = next((transcripts_dir / "copilot-chat" / "git-ai-vscode-1.119").rglob("5fcddc54*"))
-    log.write_text(events.read_text().replace("5fcddc54-3ba1-4fc4-88ac-86bd2ce74c19", session_id))
+    events = next((transcripts_dir / "copilot-chat" / "source-types-events").rglob("e1d2c3b4*"))
+    log.write_text(events.read_text().replace("e1d2c3b4-a596-4788-9a0b-1c2d3e4f5a6b", session_id))
     payload = {"timestamp": "2026-02-09T10:30:00.000Z", "cwd": str(ws), "sessionId": session_id,
                "hookEventName": "PreCompact", "transcript_path": str(log), "trigger": "auto"}
     hook_input = parse_hook_input(json.dumps(payload))
@@ -271,4 +271,4 @@ def test_vs_code_s_copilot_hook_input_finds_the_chat_session(
     assert parse_hook_input(json.dumps(payload)).transcript_path == log
     again = hook("pre-compact", payload)
     assert again.returncode == 0 and b"notes updated" in again.stderr, again.stderr
-    assert "main.ts" in notes_file.read_text()  # the file the logged calls read and patched
+    assert "cart.ts" in notes_file.read_text()  # the file the logged calls read and patched

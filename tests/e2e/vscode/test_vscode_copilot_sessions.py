@@ -27,7 +27,7 @@ from reverie.config import ProjectPaths, Settings
 pytestmark = [pytest.mark.vscode, pytest.mark.e2e, pytest.mark.xdist_group("real-editors")]
 
 FIXTURE = (Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / "copilot-chat"
-           / "git-ai" / "chatSessions" / "331fed7f-cfd6-409c-8502-06a56322b636.json")
+           / "source-types" / "chatSessions" / "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
 #: notes as soon as the chat has some substance (the offline engine writes them)
 FAST = {
     "reverie.watchDebounceMs": 100,

@@ -33,9 +33,9 @@ def _read(path: Path) -> tuple[list[Message], SessionAnalysis]:
     return messages, analyse_session(messages, reader.session)
 
 
-def _cpolar(first: bool = True) -> Path:
-    name = "9cd28a74" if first else "613a9a68"  # the session, then its resumed copy
-    return next(CPOLAR.glob(f"rollout-*-{name}-*.jsonl"))
+def _cpolar() -> Path:
+    """The resumed session: Codex copied the first session's history into it."""
+    return next(CPOLAR.glob("rollout-*-613a9a68-*.jsonl"))
 
 
 def _notes(analysis: SessionAnalysis) -> str:
@@ -71,7 +71,7 @@ def test_the_status_test_failure_is_credited_to_the_test_edit_and_kept_out_of_me
 # -- class 3: chat fragments, answers and pasted prompts are not rules or requests -------------
 
 def test_bare_yes_in_chinese_and_a_one_word_answer_are_not_requests() -> None:
-    _, analysis = _read(_cpolar(first=False))
+    _, analysis = _read(_cpolar())
     requests = [r.text for r in analysis.requests]
     assert "可以" not in requests  # "OK": the answer to "may I write these files?"
     assert "可以，开始实施" in requests  # "OK, start implementing" asks for something
@@ -80,13 +80,63 @@ def test_bare_yes_in_chinese_and_a_one_word_answer_are_not_requests() -> None:
     assert m03.counts.answers >= 1
 
 
-def test_a_pasted_spec_kit_prompt_gives_the_persons_words_and_no_rules() -> None:
-    _, analysis = _read(next((ATB / "14").glob("rollout-*.jsonl")))
-    words = ("Create principles focused on code quality, testing standards, user experience "
-             "consistency, and performance requirements")
+#: a command prompt in the shape Spec Kit's slash commands paste into the user message: the
+#: person's words fenced under "User Input", then the command's own outline and MUST lines
+#: (written here; the session around it is a real one)
+_PASTED_COMMAND = """
+## User Input
+
+```text
+{words}
+```
+
+You **MUST** consider the user input before proceeding (if not empty).
+
+## Outline
+
+You are updating the project's test plan at `.specify/memory/test-plan.md`.
+
+1. Load the existing plan. Identify every placeholder token of the form `[ALL_CAPS]`.
+2. Collect values for the placeholders from the user input and the repository.
+   - You MUST NOT invent a value the repository contradicts.
+   - Note: dates use ISO format YYYY-MM-DD.
+3. Draft the updated plan, replacing every placeholder with concrete text.
+4. Validate before the final output:
+   - No remaining unexplained bracket tokens.
+   - Never remove a section heading.
+5. Write the completed plan back to `.specify/memory/test-plan.md` (overwrite).
+6. Output a final summary to the user.
+
+## Formatting
+
+- Use Markdown headings exactly as in the template.
+- Keep lines under 100 characters.
+"""
+
+
+def test_a_pasted_command_prompt_gives_the_persons_words_and_no_rules(tmp_path: Path) -> None:
+    """A slash command's prompt pasted into the real t02 rollout in place of its first request
+    (the turn cut before the person's second message): the person's words are the request and
+    the title; the command's "MUST" and "Note:" lines are not this person's rules."""
+    words = "Cover the failing unit tests first, then the integration tests"
+    prompt = _PASTED_COMMAND.format(words=words)
+    source = next((ATB / "17").glob("rollout-*.jsonl"))
+    lines = source.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "fix any failing unit tests" in line)
+    second = next(i for i, line in enumerate(lines) if "python3 should point to" in line)
+    rows = [json.loads(line) for line in lines[:second]]
+    for row in rows[first:first + 2]:  # the request's response_item and its user_message event
+        payload = row["payload"]
+        if payload["type"] == "message":
+            payload["content"] = [{"type": "input_text", "text": prompt}]
+        else:
+            payload["message"] = prompt
+    path = tmp_path / source.name
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    _, analysis = _read(path)
     assert [r.text for r in analysis.requests] == [words]
-    assert analysis.title is not None and analysis.title.startswith("Create principles")
-    assert analysis.rules == []  # "You **MUST** consider the user input…" is the template's
+    assert analysis.title is not None and analysis.title.startswith("Cover the failing")
+    assert analysis.rules == []  # "You **MUST** consider the user input…" is the command's
 
 
 # -- class 4: no false "still failing", no false "passed" --------------------------------------
@@ -169,7 +219,7 @@ def test_a_commit_hook_read_and_a_path_found_after_a_miss_become_facts() -> None
 
 
 def test_what_the_sandbox_refused_twice_is_a_learning_not_an_error() -> None:
-    _, c02 = _read(_cpolar(first=False))  # two `python - << 'PY'` checks, refused alike
+    _, c02 = _read(_cpolar())  # two `python - << 'PY'` checks, refused alike
     (blocked,) = c02.blocked
     assert blocked.startswith("`python - << 'PY'` (2×)")
     assert "cannot create temp file for here document" in blocked

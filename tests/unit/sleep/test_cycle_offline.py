@@ -198,7 +198,8 @@ async def test_the_editor_s_own_sessions_are_reviewed_too(workspace, transcripts
     storage = user / "workspaceStorage" / "0f3c"
     (storage / "chatSessions").mkdir(parents=True)
     (storage / "workspace.json").write_text(json.dumps({"folder": workspace.root.as_uri()}))
-    source = next((transcripts_dir / "copilot-chat" / "git-ai" / "chatSessions").iterdir())
+    source = (transcripts_dir / "copilot-chat" / "source-types" / "chatSessions"
+              / "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
     chat = storage / "chatSessions" / source.name
     chat.write_bytes(source.read_bytes())
     when = datetime.now().timestamp() - 1800

@@ -20,17 +20,17 @@ from reverie.transcripts.editor_discovery import editor_watch_roots
 from reverie.transcripts.editor_places import EditorPlaces, local_path_of_uri
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
-                "331fed7f-cfd6-409c-8502-06a56322b636.json")
-COPILOT_LOG = (FIX / "copilot-chat/git-ai-log/chatSessions/"
-               "7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl")
+COPILOT_JSON = (FIX / "copilot-chat/source-types/chatSessions/"
+                "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
+COPILOT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
+               "8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f.jsonl")
 CLINE_TASK = FIX / "cline/source-types/saoudrizwan.claude-dev/tasks/1769100000000"
 ROO_TASK = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
             "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f")
 KILO_TASK = (FIX / "kilo-code/source-types/kilocode.kilo-code/tasks/"
              "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0")
 CONTINUE_IDE = FIX / "continue/source-types/sessions/3c1d9a44-2f7e-4b8a-9c61-0d5e4f3a2b1c.json"
-CONTINUE_CLI = FIX / "continue/git-ai/sessions/2dbfd673-096d-4773-b5f3-9023894a7355.json"
+CONTINUE_CLI = FIX / "continue/source-types-cli/sessions/4b6d8f0a-2c4e-4f6a-8c0e-2a4c6e8f0a2c.json"
 
 
 def storage(user: Path, name: str, meta: dict[str, str] | None) -> Path:
@@ -248,7 +248,7 @@ def test_continue_sessions(home: Path, workspace: Path, tmp_path: Path) -> None:
     (sessions / "sessions.json").write_text(json.dumps([
         {"sessionId": ide.stem, "title": "t", "dateCreated": "1",
          "workspaceDirectory": workspace.as_uri()}]))
-    text = cli.read_text().replace("/Users/svarlamov/projects/testing-git", str(workspace))
+    text = cli.read_text().replace('"/home/dev/cart-ts"', json.dumps(str(workspace)))
     cli.write_text(text)  # not in the index: the head of the file says
     refs = discover_sessions(workspace, home)
     assert sorted(r.session_id for r in refs) == sorted([ide.stem, cli.stem])
@@ -297,7 +297,7 @@ def test_reverie_sessions_lists_them_with_the_others(home: Path, workspace: Path
     rows = json.loads(done.stdout)
     assert sorted(r["agent"] for r in rows) == ["cline", "continue", "copilot-chat"]
     by_agent = {r["agent"]: r for r in rows}
-    assert by_agent["copilot-chat"]["messages"] == 10
+    assert by_agent["copilot-chat"]["messages"] == 15
     assert by_agent["cline"]["session_id"] == "111" and by_agent["cline"]["messages"] == 13
     assert "vscode-remote" in done.stderr and "not a folder on this machine" in done.stderr
 

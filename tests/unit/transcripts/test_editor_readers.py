@@ -15,17 +15,24 @@ from reverie.transcripts.reader import detect_agent, load_transcript
 from reverie.transcripts.stats import transcript_stats
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
-                "331fed7f-cfd6-409c-8502-06a56322b636.json")
-COPILOT_LOG = (FIX / "copilot-chat/git-ai-log/chatSessions/"
-               "7de89a80-6d93-43e7-be0a-0a9afe980198.jsonl")
-COPILOT_ONE_LINE = FIX / "copilot-chat/git-ai-log/chatSessions/copilot_session_simple.jsonl"
+#: built from source types (tests/fixtures/transcripts/SOURCES.md): a session document (agent
+#: mode: string replacements with their edit groups, a text search), the same session as a
+#: compacted one-line log, a log that grows (a request in the initial state, input edits, a
+#: second request pushed), and a chat opened empty and then asked something
+COPILOT_JSON = (FIX / "copilot-chat/source-types/chatSessions/"
+                "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
+COPILOT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
+               "8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f.jsonl")
+COPILOT_ONE_LINE = (FIX / "copilot-chat/source-types-log/chatSessions/"
+                    "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.jsonl")
+COPILOT_EMPTY_THEN_ASKED = (FIX / "copilot-chat/source-types/chatSessions/"
+                            "c5e1f2a3-7b9d-4e0f-a2c4-6e8a0c2e4f60.jsonl")
 COPILOT_BUILT = (FIX / "copilot-chat/source-types/chatSessions/"
                  "5a0e6c1d-7b2f-4e39-8d14-3f9c2b7a6e50.json")
 COPILOT_BUILT_LOG = (FIX / "copilot-chat/source-types/chatSessions/"
                      "9d4c2b1a-3e5f-4a6b-8c7d-1e2f3a4b5c6d.jsonl")
-COPILOT_EVENTS = sorted((FIX / "copilot-chat/git-ai-vscode-1.119").rglob("*.jsonl"))
-COPILOT_LOOKUP = sorted((FIX / "copilot-chat/git-ai-lookup/chatSessions").iterdir())
+COPILOT_EVENTS = sorted((FIX / "copilot-chat/source-types-events").rglob("*.jsonl"))
+COPILOT_LOOKUP = sorted((FIX / "copilot-chat/source-types-lookup/chatSessions").iterdir())
 COPILOT_RAJBOS = sorted((FIX / "copilot-chat/rajbos-synthetic/chatSessions").iterdir())
 #: real sessions exported from VS Code ("Chat: Export Chat...", the session document without
 #: its id) and a real session document (splitrail), from three public repositories
@@ -39,7 +46,7 @@ KILO = (FIX / "kilo-code/source-types/kilocode.kilo-code/tasks/"
         "6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0/ui_messages.json")
 CLINE4 = (FIX / "cline/cline-sdk-4/sessions/1784094124598_rruoq/"
           "1784094124598_rruoq.messages.json")
-CONTINUE_CLI = FIX / "continue/git-ai/sessions/2dbfd673-096d-4773-b5f3-9023894a7355.json"
+CONTINUE_CLI = FIX / "continue/source-types-cli/sessions/4b6d8f0a-2c4e-4f6a-8c0e-2a4c6e8f0a2c.json"
 CONTINUE_IDE = FIX / "continue/source-types/sessions/3c1d9a44-2f7e-4b8a-9c61-0d5e4f3a2b1c.json"
 
 
@@ -115,8 +122,8 @@ def _copilot_counts(state: dict[str, Any]) -> tuple[int, set[str]]:
 
 
 @pytest.mark.parametrize("path", [COPILOT_JSON, COPILOT_LOG, COPILOT_ONE_LINE, COPILOT_BUILT,
-                                  *COPILOT_LOOKUP, *COPILOT_RAJBOS, *COPILOT_EXPORTS,
-                                  *COPILOT_DIGITARALD, COPILOT_SPLITRAIL],
+                                  COPILOT_EMPTY_THEN_ASKED, *COPILOT_LOOKUP, *COPILOT_RAJBOS,
+                                  *COPILOT_EXPORTS, *COPILOT_DIGITARALD, COPILOT_SPLITRAIL],
                          ids=lambda p: f"{p.parent.name[:16]}/{p.name[:24]}")
 def test_copilot_counts_match_an_independent_count(path: Path) -> None:
     state = _copilot_state(path)
@@ -155,7 +162,7 @@ def test_copilot_event_logs_match_an_independent_count(path: Path) -> None:
     stats = transcript_stats(t)
     assert detect_agent(path) == "copilot-chat" and t.session.agent == "copilot-chat"
     assert t.session.id == events[0]["data"]["sessionId"]
-    assert t.session.cwd == "/Users/test/project"  # from the storage folder's workspace.json
+    assert t.session.cwd == "/home/dev/cart-ts"  # from the storage folder's workspace.json
     assert stats["tool_calls"] == len(requested | started)
     assert set(stats["files"]) == files
     assert [m.text for m in t.messages if m.role == "user"] == [
@@ -329,32 +336,33 @@ def test_continue_counts_and_results() -> None:
     results = [r for m in ide.messages for r in m.tool_results]
     assert len(results) == 3  # the tool message answers call_read_1: not counted twice
     cli = load_transcript(CONTINUE_CLI)
-    assert cli.session.cwd == "/Users/svarlamov/projects/testing-git"  # the CLI's plain path
+    assert cli.session.cwd == "/home/dev/cart-ts"  # the CLI's plain path (process.cwd())
 
 
 # -- drift: what each fixture reads as, pinned ------------------------------------------------
 
 PINNED = {
-    COPILOT_JSON: (12, 2, 0, 1, 4),
-    COPILOT_LOG: (10, 2, 0, 1, 5),
-    COPILOT_ONE_LINE: (12, 2, 0, 1, 4),
+    COPILOT_JSON: (15, 3, 0, 2, 7),
+    COPILOT_LOG: (15, 3, 0, 2, 8),
+    COPILOT_ONE_LINE: (15, 3, 0, 2, 7),
+    COPILOT_EMPTY_THEN_ASKED: (2, 0, 0, 0, 0),
     COPILOT_BUILT: (18, 5, 1, 2, 3),
     COPILOT_BUILT_LOG: (11, 2, 0, 1, 0),
     CLINE: (13, 5, 0, 2, 4),
     ROO: (13, 4, 1, 2, 1),
     KILO: (7, 4, 0, 2, 1),
-    CONTINUE_CLI: (6, 2, 0, 1, 0),
+    CONTINUE_CLI: (8, 3, 1, 1, 0),
     CLINE4: (32, 11, 0, 2, 1),
     CONTINUE_IDE: (8, 3, 1, 1, 2),
     # the Copilot extension's event logs: calls from the model's requests (one from its
-    # execution only), turn markers ignored
-    COPILOT_EVENTS[0]: (5, 2, 0, 1, 7),
+    # execution only), turn markers ignored; a cancelled terminal command is the tool error
+    COPILOT_EVENTS[0]: (8, 3, 1, 1, 11),
     COPILOT_EVENTS[1]: (3, 1, 0, 1, 1),
-    # git-ai's lookup fragments: one request each, no message text, no response
+    # lookup fragments: one request each, no message text, no response
     **{path: (1, 0, 0, 0, 0) for path in COPILOT_LOOKUP},
     # rajbos' hand-written sessions: markdown answers only
     **dict(zip(COPILOT_RAJBOS, [(10, 0, 0, 0, 0), (6, 0, 0, 0, 0), (6, 0, 0, 0, 1),
-                                (4, 0, 0, 0, 0), (6, 0, 0, 0, 0)], strict=True)),
+                                (6, 0, 0, 0, 0)], strict=True)),
     # real exports: a cancelled and a failed request, MCP calls (one failed), web fetches, an
     # empty session; a VS Code PM's agent sessions (multi-replace edits, Playwright MCP, thinking)
     **dict(zip(COPILOT_EXPORTS, [(4, 0, 0, 0, 4), (4, 0, 0, 0, 0), (2, 0, 0, 0, 1),
@@ -408,13 +416,13 @@ def test_unknown_kinds_and_fields_are_counted_and_skipped(tmp_path: Path) -> Non
                         '"futureField":1},"id":"x2","brandNew":true}\n')
     t = load_transcript(events)
     assert t.stats.skipped == 1 and "assistant.hologram" in t.stats.errors[0]
-    assert transcript_stats(t)["tool_calls"] == 3  # the new call is read, the new kind skipped
+    assert transcript_stats(t)["tool_calls"] == 4  # the new call is read, the new kind skipped
 
     log = tmp_path / "chatSessions" / "drift.jsonl"
     log.write_text(COPILOT_LOG.read_text() + '{"kind":9,"k":["x"],"v":1}\n'
                    + '{"kind":1,"k":["requests",99,"result"],"v":{}}\n')
     t = load_transcript(log)
-    assert t.stats.skipped == 2 and transcript_stats(t)["tool_calls"] == 2
+    assert t.stats.skipped == 2 and transcript_stats(t)["tool_calls"] == 3
 
     doc = json.loads(CONTINUE_IDE.read_text())
     doc["history"].append({"message": {"role": "oracle", "content": "?"}, "contextItems": []})
@@ -447,7 +455,7 @@ def test_a_log_line_being_appended_waits(tmp_path: Path) -> None:
     target.write_bytes(before + lines[3][:500])  # the request push, half written
     t = load_transcript(target)
     assert t.stats.skipped == 0
-    assert [m.id for m in t.messages] == [m.id for m in whole.messages[:7]]  # first request
+    assert [m.id for m in t.messages] == [m.id for m in whole.messages[:9]]  # first request
 
 
 def test_huge_paste_and_base64_images_are_not_read(tmp_path: Path) -> None:

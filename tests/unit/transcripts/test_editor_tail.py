@@ -14,8 +14,8 @@ from reverie.transcripts.reader import load_transcript
 from reverie.transcripts.tail import TailState, TranscriptTail
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
-COPILOT_JSON = (FIX / "copilot-chat/git-ai/chatSessions/"
-                "331fed7f-cfd6-409c-8502-06a56322b636.json")
+COPILOT_JSON = (FIX / "copilot-chat/source-types/chatSessions/"
+                "3f8e2b7c-9a41-4d6e-b0c5-7e1d2a9f4b68.json")
 ROO = (FIX / "roo-code/source-types/rooveterinaryinc.roo-cline/tasks/"
        "0b9c1f2e-5d4a-4c3b-9e8f-7a6b5c4d3e2f/ui_messages.json")
 
