@@ -25,7 +25,7 @@ Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
 Role = Literal["memory", "hooks", "exclude", "mcp"]
-EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp", "json-hooks-flat"]
+EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp", "json-hooks-flat", "toml-mcp"]
 
 LEDGER_NAME = "connections.json"
 
