@@ -132,7 +132,8 @@ def codex_mcp_server(settings: Settings, personal: bool) -> dict[str, object]:
     dir is named as the hooks name it (``--data-dir``); in a committed file it is forwarded from
     the environment instead, with the other settings that place the memory."""
     entry = mcp_server_entry()
-    env = dict(entry["env"])  # type: ignore[call-overload]
+    python_path = os.environ.get("PYTHONPATH")
+    env = {"PYTHONPATH": python_path} if python_path else {}
     forwarded = list(CODEX_FORWARDED)
     if personal:
         env["REVERIE_DATA_DIR"] = str(settings.data_dir)
