@@ -365,7 +365,7 @@ def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Setti
         ], notes=[
             _MCP_CWD_NOTE.format(agent="Gemini CLI") if personal else
             "project scope: .gemini/settings.json names this machine's interpreter for the "
-            "reverie MCP server",
+            "reverie MCP server, and Gemini CLI reads it only in a folder you trust",
         ])
     if agent in ("copilot-chat", "cline", "roo-code", "kilo-code", "continue"):
         return _editor(agent, workspace, scope, settings, memory_dir, bid, user_dirs)
