@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -50,7 +49,7 @@ from reverie.agents.ledger import (
     load_ledger,
     save_ledger,
 )
-from reverie.agents.mcpformats import MCP_FORMATS
+from reverie.agents.mcpformats import MCP_FORMATS, load_json
 from reverie.agents.results import (
     ConnectedFile,
     ConnectionInfo,
@@ -433,12 +432,8 @@ def _disconnect_change(record: FileRecord, first: tuple[bool, str | None] = (Fal
     return Change(record, before, after)
 
 
-def _load_json(text: str) -> Any:
-    return json.loads(text) if text.strip() else {}
-
-
 def _as_first(after: str | None, first: tuple[bool, str | None],
-              load: Callable[[str], Any] = _load_json) -> str | None:
+              load: Callable[[str], Any] = load_json) -> str | None:
     """``after`` as the shared file's first text when it holds the same data (the file as it
     was, byte for byte), or None when the file did not exist and only empty objects are left
     (``load``: the file's format, JSON or TOML)."""

@@ -16,10 +16,11 @@ from typing import Any
 
 from reverie.agents import edits, tomledit
 
-__all__ = ["MCP_FORMATS", "McpFormat"]
+__all__ = ["MCP_FORMATS", "McpFormat", "load_json"]
 
 
-def _load_json(text: str) -> Any:
+def load_json(text: str) -> Any:
+    """The data of a JSON text; an empty text is an empty object."""
     return json.loads(text) if text.strip() else {}
 
 
@@ -40,7 +41,7 @@ class McpFormat:
 
 MCP_FORMATS: dict[str, McpFormat] = {
     "json-mcp": McpFormat(edits.set_json_mcp, edits.remove_json_mcp, edits.has_json_mcp,
-                          edits.missing_depth, edits.is_empty_json, _load_json),
+                          edits.missing_depth, edits.is_empty_json, load_json),
     "toml-mcp": McpFormat(tomledit.set_toml_mcp, tomledit.remove_toml_mcp,
                           tomledit.has_toml_mcp, tomledit.toml_missing_depth,
                           tomledit.is_empty_toml, tomllib.loads),
