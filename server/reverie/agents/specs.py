@@ -153,6 +153,28 @@ def gemini_mcp_server() -> dict[str, object]:
     return {key: entry[key] for key in ("command", "args", "env")}
 
 
+def _has_comments(path: Path) -> bool:
+    """True for a settings file that is JSON only once its comments are taken out (valid for
+    Gemini CLI, not for Reverie's JSON edits); False for plain JSON, no file or broken text
+    (which the edit itself refuses, with the reason)."""
+    from reverie.agents.jsontext import without_comments
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        json.loads(text)
+        return False
+    except ValueError:
+        pass
+    try:
+        json.loads(without_comments(text))
+    except ValueError:
+        return False
+    return True
+
+
 def gemini_dir(settings: Settings) -> Path:
     """Gemini CLI's own folder: ``~/.gemini``, under ``GEMINI_CLI_HOME`` when that is set
     (``agent_roots``)."""
@@ -195,9 +217,11 @@ def gemini_context_name(settings: Settings, workspace: Path) -> str:
     file in ``~/.gemini`` Reverie writes (``settings.json``, ``oauth_creds.json``, or ``..\\``
     out of it on Windows). The name must be a plain ``*.md`` base name; anything else is refused
     (logged) and GEMINI.md is used."""
+    from reverie.agents.jsontext import without_comments  # Gemini reads it with them cut
+
     path = gemini_dir(settings) / "settings.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(without_comments(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return "GEMINI.md"
     context = data.get("context") if isinstance(data, dict) else None
@@ -357,12 +381,18 @@ def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Setti
         home = gemini_dir(settings)
         target = (home / name) if personal else workspace / name
         config = (home if personal else workspace / ".gemini") / "settings.json"
-        return Plan(agent, scope, "copy", memory_dir, [
-            PlannedEdit(target, "memory", "block", bid,
-                        body=copy_body(memory_dir, workspace, labelled=personal)),
-            PlannedEdit(config, "mcp", "json-mcp", bid, json_path=["mcpServers"],
-                        mcp_name=MCP_SERVER_NAME, mcp_server=gemini_mcp_server()),
-        ], notes=[
+        edits = [PlannedEdit(target, "memory", "block", bid,
+                             body=copy_body(memory_dir, workspace, labelled=personal))]
+        if _has_comments(config):
+            # Gemini CLI reads its settings with comments stripped; Reverie edits strict JSON
+            # only, and the memory must not wait for that
+            return Plan(agent, scope, "copy", memory_dir, edits, notes=[
+                f"{config} has comments (Gemini CLI allows them; Reverie edits plain JSON only): "
+                "the reverie MCP server was not registered; remove the comments and connect "
+                "again, or add it by hand (docs/agents.md)"])
+        edits.append(PlannedEdit(config, "mcp", "json-mcp", bid, json_path=["mcpServers"],
+                                 mcp_name=MCP_SERVER_NAME, mcp_server=gemini_mcp_server()))
+        return Plan(agent, scope, "copy", memory_dir, edits, notes=[
             _MCP_CWD_NOTE.format(agent="Gemini CLI") if personal else
             "project scope: .gemini/settings.json names this machine's interpreter for the "
             "reverie MCP server, and Gemini CLI reads it only in a folder you trust",

@@ -197,6 +197,26 @@ def test_a_config_that_does_not_parse_is_refused_untouched(
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing else either
 
 
+def test_gemini_settings_with_comments_keep_the_memory_and_say_why_no_server(
+        home: Path, ws: Path) -> None:
+    """Gemini CLI reads settings.json with its comments stripped: such a file is the user's
+    valid configuration, not a broken one. The memory is connected; the server is not
+    registered (Reverie edits plain JSON only) and the result says so."""
+    settings_json = home / ".gemini" / "settings.json"
+    settings_json.parent.mkdir(parents=True)
+    commented = (b'{\n  // my theme\n  "theme": "GitHub", /* and my context file */\n'
+                 b'  "context": {"fileName": "NOTES.md"}\n}\n')
+    settings_json.write_bytes(commented)
+    result = connect("gemini", ws, "personal", Settings())
+    assert any("has comments" in note for note in result.notes)
+    assert not any(f.role == "mcp" for f in result.files)
+    assert settings_json.read_bytes() == commented
+    assert "reverie:begin gemini" in (home / ".gemini" / "NOTES.md").read_text("utf-8")
+    disconnect("gemini", ws, Settings())
+    assert settings_json.read_bytes() == commented
+    assert not (home / ".gemini" / "NOTES.md").exists()
+
+
 def test_someone_elses_reverie_server_is_never_overwritten(home: Path, ws: Path) -> None:
     config = home / ".codex" / "config.toml"
     config.parent.mkdir(parents=True)
