@@ -5,8 +5,10 @@ before the CLI is built (the agent waits for this hook at every compaction and r
 imports neither argparse nor the other commands nor the settings stack: the two folders it reads
 are found as ``Settings`` finds them (``--data-dir``, else ``REVERIE_DATA_DIR`` /
 ``REVERIE_CONFIG_DIR`` in any case, else the platform's), and the answer is
-``reverie.services.handback.hand_back``'s, the same function the full CLI path calls. Whatever
-happens, exit 0 and at most one line on stderr.
+``reverie.services.handback.hand_back``'s, the same function the full CLI path calls. One
+difference, on purpose: a malformed setting the hand-back does not read (``REVERIE_MAX_RETRIES=
+abc``) no longer keeps the notes from coming back (the full path refuses every command then).
+Whatever happens, exit 0 and at most one line on stderr.
 """
 
 from __future__ import annotations
