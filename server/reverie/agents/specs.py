@@ -37,6 +37,7 @@ from pathlib import Path
 from reverie.agent_roots import AgentRoots
 from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
+from reverie.agents.jsontext import without_comments
 from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
 from reverie.hazards import APPROVED, hazard_of
@@ -157,8 +158,6 @@ def _has_comments(path: Path) -> bool:
     """True for a settings file that is JSON only once its comments are taken out (valid for
     Gemini CLI, not for Reverie's JSON edits); False for plain JSON, no file or broken text
     (which the edit itself refuses, with the reason)."""
-    from reverie.agents.jsontext import without_comments
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -217,10 +216,8 @@ def gemini_context_name(settings: Settings, workspace: Path) -> str:
     file in ``~/.gemini`` Reverie writes (``settings.json``, ``oauth_creds.json``, or ``..\\``
     out of it on Windows). The name must be a plain ``*.md`` base name; anything else is refused
     (logged) and GEMINI.md is used."""
-    from reverie.agents.jsontext import without_comments  # Gemini reads it with them cut
-
     path = gemini_dir(settings) / "settings.json"
-    try:
+    try:  # (Gemini reads it with its comments cut)
         data = json.loads(without_comments(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return "GEMINI.md"
