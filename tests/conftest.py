@@ -29,7 +29,9 @@ def reverie_env(
     for name in ("REVERIE_PROVIDER", "REVERIE_MODEL", "REVERIE_BASE_URL", "REVERIE_API_KEY",
                  "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
                  # the editor's agents: never the machine's own VS Code / Continue / Cline data
-                 "REVERIE_VSCODE_USER_DIR", "CONTINUE_GLOBAL_DIR", "CLINE_DATA_DIR", "KILO_DB"):
+                 "REVERIE_VSCODE_USER_DIR", "CONTINUE_GLOBAL_DIR", "CLINE_DATA_DIR", "KILO_DB",
+                 # the agents' own homes: never the machine's real ~/.codex or ~/.gemini
+                 "CODEX_HOME", "GEMINI_CLI_HOME", "CLAUDE_CONFIG_DIR"):
         monkeypatch.delenv(name, raising=False)
     yield dirs
 

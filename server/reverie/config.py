@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reverie.agent_roots import AgentRoots
 from reverie.projects import project_key as project_key  # re-exported
+from reverie.projects import session_dir_name
 
 Provider = Literal[
     "offline", "openai", "anthropic", "claude-code-cli", "codex-cli", "gemini-cli"
@@ -232,9 +233,7 @@ class ProjectPaths:
         return self.root / "sessions"
 
     def session_dir(self, session_id: str) -> Path:
-        # never ``.`` or ``..`` (a hook's session id is input): a name of its own, inside
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120].lstrip(".") or "session"
-        return self.sessions_dir / safe
+        return self.sessions_dir / session_dir_name(session_id)
 
     def notes_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / "session_memory.md"

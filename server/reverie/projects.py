@@ -1,5 +1,6 @@
-"""A workspace's stable project key: imported by ``config`` and by the prompt hook, which must
-start fast and so cannot import ``config`` (pydantic-settings) itself."""
+"""A workspace's stable project key and a session's folder name: imported by ``config`` and by
+the prompt and session-start hooks, which must start fast and so cannot import ``config``
+(pydantic-settings) themselves."""
 
 from __future__ import annotations
 
@@ -14,3 +15,9 @@ def project_key(workspace: Path) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-") or "root"
     digest = hashlib.sha256(resolved.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{name[:40]}-{digest}"
+
+
+def session_dir_name(session_id: str) -> str:
+    """The folder name of a session's data: never ``.`` or ``..`` (a hook's session id is
+    input), a name of its own inside the sessions folder."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120].lstrip(".") or "session"

@@ -19,7 +19,11 @@ Cases:
   the workspace (the 39 KB session indexed): a prompt about that session (one recalled hit is
   printed) and one about nothing in it (nothing printed). Goal: p50 <= 150 ms, p95 <= 300 ms.
 
-Run: ``.venv/bin/python tests/bench/hooks.py`` (``--rounds N``).
+``--compare-with DIR`` also times the session-start cases with an earlier checkout (``git worktree
+add DIR COMMIT``; its ``server/`` goes first on ``PYTHONPATH``) in the same loop, labelled
+``(before)``: both sides in the same conditions on a machine whose load changes by the minute.
+
+Run: ``.venv/bin/python tests/bench/hooks.py`` (``--rounds N``, ``--compare-with DIR``).
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ def timed(argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--compare-with", type=Path, default=None,
+                        help="an earlier checkout whose session-start cases run in the same loop")
     args = parser.parse_args()
     py = sys.executable
     base = Path(tempfile.mkdtemp(prefix="reverie-bench-hooks-"))
@@ -71,6 +77,9 @@ def main() -> int:
         env = {**os.environ, "REVERIE_DATA_DIR": str(base / "data"),
                "REVERIE_CONFIG_DIR": str(base / "config"),
                "REVERIE_AGENT_HOME": str(base / "home"), "REVERIE_PROVIDER": "offline"}
+        before = None
+        if args.compare_with is not None:
+            before = {**env, "PYTHONPATH": str(args.compare_with.resolve() / "server")}
         ws = base / "ws"
         ws.mkdir()
         hook = [py, "-m", "reverie", "hook"]
@@ -133,6 +142,11 @@ def main() -> int:
             add("session-start startup", timed(
                 [*hook, "session-start"],
                 payload("SessionStart", copies["claude-39KB"], source="startup"), env))
+            if before is not None:
+                for source in ("compact", "startup"):
+                    add(f"session-start {source} (before)", timed(
+                        [*hook, "session-start"],
+                        payload("SessionStart", copies["claude-39KB"], source=source), before))
             add("garbage stdin", timed([*hook, "pre-compact"], b"{not json", env))
             add("user-prompt-submit related", timed([*hook, "user-prompt-submit"], related,
                                                     env))

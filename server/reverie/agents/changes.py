@@ -8,9 +8,11 @@ carry a ``redo``: the edit is made again on whatever is there just before the wr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,7 +22,7 @@ from pathlib import Path
 from reverie.agents.edits import EditError
 from reverie.agents.ledger import FileRecord
 from reverie.errors import UserError
-from reverie.fsutil import atomic_write_bytes
+from reverie.fsutil import atomic_write_bytes, ensure_private_dir, fsync_dir
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +130,41 @@ def write_file(path: Path, text: str | None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+def _replace_if_unchanged(path: Path, text: str | None, expected: str | None) -> bool:
+    """Write ``text`` (None: delete) unless the file no longer holds ``expected``: the new
+    file is written and synced first, then the file is read again just before the rename, so
+    a writer without a lock (Codex saving config.toml) loses its write only in that instant
+    rather than for the whole write. False when the file had changed (nothing written)."""
+    if text is None:
+        if read_exact(path) != expected:
+            return False
+        path.unlink(missing_ok=True)
+        return True
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    if not path.parent.is_dir():
+        ensure_private_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        if read_exact(path) != expected:
+            os.unlink(tmp)
+            return False
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+    return True
+
+
 #: how often an edit is made again when the file keeps changing under it
 _REDO_ATTEMPTS = 8
 
@@ -198,7 +235,8 @@ def _write_again_unlocked(change: Change) -> None:
                 raise ConnectError(f"{change.path}: {exc}") from None
         if not change.changed:
             return
-        write_file(change.path, change.after)
+        if not _replace_if_unchanged(change.path, change.after, change.before):
+            continue  # it changed while ours was being written out: edit what is there now
         # written: re-read at once; another write landing between our read and the rename
         # shows as a text that is neither ours nor what we read
         if read_exact(change.path) == change.after:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from reverie.agents.blocks import BlockError, CommentStyle, find_block, remove_block, upsert_block
 from reverie.agents.changes import (
@@ -34,15 +34,11 @@ from reverie.agents.edits import (
     EditError,
     has_flat_hooks,
     has_json_hooks,
-    has_json_mcp,
     is_empty_json,
-    missing_depth,
     remove_flat_hooks,
     remove_json_hooks,
-    remove_json_mcp,
     set_flat_hooks,
     set_json_hooks,
-    set_json_mcp,
 )
 from reverie.agents.gitrepo import find_repo, is_tracked
 from reverie.agents.ledger import (
@@ -53,6 +49,7 @@ from reverie.agents.ledger import (
     load_ledger,
     save_ledger,
 )
+from reverie.agents.mcpformats import MCP_FORMATS, load_json
 from reverie.agents.results import (
     ConnectedFile,
     ConnectionInfo,
@@ -196,7 +193,7 @@ def _shared_key(record: FileRecord) -> str:
     commands for every workspace), an MCP server entry by its name; "" for the rest."""
     if record.kind in ("json-hooks", "json-hooks-flat"):
         return record.path
-    if record.kind == "json-mcp":
+    if record.kind in MCP_FORMATS:
         return f"{record.path}#{'/'.join([*record.json_path, record.mcp_name])}"
     return ""
 
@@ -258,12 +255,12 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None,
     else:
         record.created = before is None
         record.created_dirs = missing_dirs(edit.path) if before is None else []
-        if edit.kind == "json-mcp":
+        if edit.kind in MCP_FORMATS:
             record.json_path = list(edit.json_path)
             record.mcp_name = edit.mcp_name
-            record.json_created_from = (0 if before is None
-                                        else missing_depth(before, edit.json_path))
-        if edit.kind in ("json-hooks", "json-hooks-flat", "json-mcp") and before is not None \
+            record.json_created_from = (0 if before is None else MCP_FORMATS[
+                edit.kind].missing_depth(before, edit.json_path))
+        if edit.kind in ("json-hooks", "json-hooks-flat", *MCP_FORMATS) and before is not None \
                 and not _has_secret(before) and edit.path.name != ".claude.json":
             # (Claude Code's own state file changes all the time and holds its history: never
             # copied, always restored structurally)
@@ -280,19 +277,21 @@ def _connect_change(edit: PlannedEdit, old: FileRecord | None,
             after, sep = set_json_hooks(text, edit.hooks, edit.path.name), None
         elif edit.kind == "json-hooks-flat":
             after, sep = set_flat_hooks(text, edit.hooks, edit.path.name), None
-        elif edit.kind == "json-mcp":
-            after, sep = set_json_mcp(text, edit.json_path, edit.mcp_name, edit.mcp_server,
-                                      edit.path.name), None
+        elif edit.kind in MCP_FORMATS:
+            fmt = MCP_FORMATS[edit.kind]
+            after, sep = fmt.put(text, edit.json_path, edit.mcp_name, edit.mcp_server,
+                                 edit.path.name), None
 
             def redo(current: str | None, edit: PlannedEdit = edit) -> str | None:
-                return set_json_mcp(current or "", edit.json_path, edit.mcp_name,
-                                    edit.mcp_server, edit.path.name)
+                return MCP_FORMATS[edit.kind].put(current or "", edit.json_path, edit.mcp_name,
+                                                  edit.mcp_server, edit.path.name)
 
             def undo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                return remove_json_mcp(current, record.json_path, record.mcp_name,
-                                       Path(record.path).name, record.json_created_from)
+                return MCP_FORMATS[record.kind].remove(
+                    current, record.json_path, record.mcp_name, Path(record.path).name,
+                    record.json_created_from)
 
             if old is None or sep:
                 record.separator = sep
@@ -401,22 +400,24 @@ def _disconnect_change(record: FileRecord, first: tuple[bool, str | None] = (Fal
             if record.created and after is not None and is_empty_json(after):
                 after = None
             after = _as_first(after, first)
-        elif record.kind == "json-mcp":
+        elif record.kind in MCP_FORMATS:
+            fmt = MCP_FORMATS[record.kind]
+
             def redo(current: str | None, record: FileRecord = record) -> str | None:
                 if current is None:
                     return None
-                stripped = remove_json_mcp(current, record.json_path, record.mcp_name,
-                                           Path(record.path).name, record.json_created_from)
-                if record.created and is_empty_json(stripped):
+                stripped = fmt.remove(current, record.json_path, record.mcp_name,
+                                      Path(record.path).name, record.json_created_from)
+                if record.created and fmt.is_empty(stripped):
                     return None
-                return _as_first(stripped, first)
+                return _as_first(stripped, first, fmt.load)
 
             if (record.written_sha256 == _sha(before) and record.original is not None
-                    and not has_json_mcp(record.original, record.json_path, record.mcp_name)):
+                    and not fmt.has(record.original, record.json_path, record.mcp_name)):
                 after = record.original
             else:  # (an original that holds the entry: another workspace's connect made it)
                 after = redo(before)
-            if record.created and after is not None and is_empty_json(after):
+            if record.created and after is not None and fmt.is_empty(after):
                 after = None
             return Change(record, before, after, redo)
         else:
@@ -431,20 +432,22 @@ def _disconnect_change(record: FileRecord, first: tuple[bool, str | None] = (Fal
     return Change(record, before, after)
 
 
-def _as_first(after: str | None, first: tuple[bool, str | None]) -> str | None:
-    """``after`` as the shared file's first text when it holds the same JSON (the file as it
-    was, byte for byte), or None when the file did not exist and only empty objects are left."""
+def _as_first(after: str | None, first: tuple[bool, str | None],
+              load: Callable[[str], Any] = load_json) -> str | None:
+    """``after`` as the shared file's first text when it holds the same data (the file as it
+    was, byte for byte), or None when the file did not exist and only empty objects are left
+    (``load``: the file's format, JSON or TOML)."""
     known, text = first
     if not known or after is None:
         return after
     try:
-        value = json.loads(after) if after.strip() else {}
+        value = load(after)
     except ValueError:
         return after
     if text is None:
         return None if _only_empty(value) else after
     try:
-        return text if json.loads(text) == value else after
+        return text if load(text) == value else after
     except ValueError:
         return after
 
@@ -475,12 +478,12 @@ def _found_in_files(agent: ConnectableAgent, ws: Path, settings: Settings,
                 present = (
                     has_json_hooks(text) if edit.kind == "json-hooks"
                     else has_flat_hooks(text) if edit.kind == "json-hooks-flat"
-                    else has_json_mcp(text, edit.json_path, edit.mcp_name)
-                    if edit.kind == "json-mcp"
+                    else MCP_FORMATS[edit.kind].has(text, edit.json_path, edit.mcp_name)
+                    if edit.kind in MCP_FORMATS
                     else has_yaml_read(text, edit.block_id) if edit.kind == "yaml-read"
                     else find_block(text, edit.block_id, _style(record)) is not None
                 )
-                if edit.kind == "json-mcp":
+                if edit.kind in MCP_FORMATS:
                     record.json_path = list(edit.json_path)
                     record.mcp_name = edit.mcp_name
             except BlockError as exc:
@@ -550,8 +553,8 @@ def _file_state(record: FileRecord) -> FileState:
         present = (
             has_json_hooks(text) if record.kind == "json-hooks"
             else has_flat_hooks(text) if record.kind == "json-hooks-flat"
-            else has_json_mcp(text, record.json_path, record.mcp_name)
-            if record.kind == "json-mcp"
+            else MCP_FORMATS[record.kind].has(text, record.json_path, record.mcp_name)
+            if record.kind in MCP_FORMATS
             else has_yaml_read(text, record.block_id) if record.kind == "yaml-read"
             else find_block(text, record.block_id, _style(record)) is not None
         )

@@ -321,7 +321,7 @@ def has_flat_hooks(text: str) -> bool:
 MCP_COMMAND = re.compile(r"\breverie\b.*\bmcp\b")
 
 
-def _mcp_is_ours(value: Any) -> bool:
+def mcp_is_ours(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     argv = [str(value.get("command", ""))] + [str(a) for a in value.get("args", []) or []]
@@ -357,7 +357,7 @@ def set_json_mcp(text: str, path: list[str], server_name: str, server: dict[str,
     servers = _container(data, path, name, create=True)
     assert servers is not None
     existing = servers.get(server_name)
-    if existing is not None and not _mcp_is_ours(existing):
+    if existing is not None and not mcp_is_ours(existing):
         raise EditError(f"{name} already has an MCP server named {server_name!r} that is not "
                         "Reverie's; nothing was written")
     if existing == server:
@@ -426,7 +426,7 @@ def remove_json_mcp(text: str, path: list[str], server_name: str, name: str,
     unchanged when the entry is not there."""
     data = _load_object(text, name)
     servers = _container(data, path, name, create=False)
-    if servers is None or not _mcp_is_ours(servers.get(server_name)):
+    if servers is None or not mcp_is_ours(servers.get(server_name)):
         return text
     del servers[server_name]
     if created_from is not None:
@@ -446,4 +446,4 @@ def has_json_mcp(text: str, path: list[str], server_name: str) -> bool:
         servers = _container(data, path, "", create=False) if isinstance(data, dict) else None
     except (json.JSONDecodeError, EditError):
         return False
-    return servers is not None and _mcp_is_ours(servers.get(server_name))
+    return servers is not None and mcp_is_ours(servers.get(server_name))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Item", "JsonTextError", "append_element", "container_at", "insert_member",
-           "items", "member", "remove_item", "replace_value", "root"]
+           "items", "member", "remove_item", "replace_value", "root", "without_comments"]
 
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
@@ -203,3 +203,17 @@ def replace_value(text: str, item: Item, value: Any) -> str:
     inline = inline and item.value_end - item.value_start < 80
     body = _render(value, _line_indent(text, item.start), unit, newline, inline)
     return text[:item.value_start] + body + text[item.value_end:]
+
+
+_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def without_comments(text: str) -> str:
+    """``text`` with its ``//`` and ``/* */`` comments blanked (strings left alone): what a
+    JSON-with-comments reader (Gemini CLI's ``strip-json-comments``) parses. Offsets and line
+    numbers stay as they were."""
+    def blank(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return found if found.startswith('"') else re.sub(r"[^\n]", " ", found)
+
+    return _COMMENT_OR_STRING.sub(blank, text)

@@ -2,8 +2,9 @@
 
 Kept in the memory dir's private state dir (``.reverie/connections.json``, 0600): the memory's
 post-apply refresh finds the managed copies from the memory dir alone. For a JSON settings file
-that existed before, the text before the first connect is kept too (a re-serialised JSON file
-cannot otherwise come back byte for byte); it is dropped on disconnect.
+or a TOML configuration (Codex's ``config.toml``) that existed before, the text before the first
+connect is kept too (so an unchanged file comes back byte for byte whatever the edit did to it),
+unless it holds a secret; it is dropped on disconnect.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ Scope = Literal["personal", "project"]
 #: how the memory reaches the agent: an import line, a managed copy, a file reference, nothing
 Mode = Literal["import", "copy", "reference", "none"]
 Role = Literal["memory", "hooks", "exclude", "mcp"]
-EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp", "json-hooks-flat"]
+EditKind = Literal["block", "json-hooks", "yaml-read", "json-mcp", "json-hooks-flat", "toml-mcp"]
 
 LEDGER_NAME = "connections.json"
 
@@ -41,11 +42,11 @@ class FileRecord(BaseModel):
     created_dirs: list[str] = Field(default_factory=list)
     #: what was inserted before the block (so disconnect takes exactly that away)
     separator: str | None = None
-    #: JSON files only: the text before the first connect
+    #: JSON and TOML files only: the text before the first connect
     original: str | None = None
     #: sha256 of the text Reverie last wrote
     written_sha256: str | None = None
-    #: MCP server entries in JSON: the object path of the servers' map, and from which depth
+    #: MCP server entries (JSON, TOML): the path of the servers' map, and from which depth
     #: on Reverie created those objects (None: they were all there)
     json_path: list[str] = Field(default_factory=list)
     json_created_from: int | None = None

@@ -4,9 +4,11 @@
   ``.claude/settings.local.json`` (both git-excluded); project: a copy in ``CLAUDE.md`` and
   ``.claude/settings.json``.
 - codex: personal: a copy labelled with the workspace in ``$CODEX_HOME/AGENTS.md``, hooks in
-  ``$CODEX_HOME/hooks.json``; project: a copy in ``AGENTS.md``, hooks in ``.codex/hooks.json``.
-- gemini: personal: a labelled copy in ``~/.gemini/GEMINI.md``; project: a copy in
-  ``GEMINI.md`` (or the ``context.fileName`` the settings name).
+  ``$CODEX_HOME/hooks.json``, the MCP server in ``$CODEX_HOME/config.toml``; project: a copy in
+  ``AGENTS.md``, hooks in ``.codex/hooks.json``, the MCP server in ``.codex/config.toml``.
+- gemini: personal: a labelled copy in ``~/.gemini/GEMINI.md``, the MCP server in
+  ``~/.gemini/settings.json``; project: a copy in ``GEMINI.md`` (or the ``context.fileName``
+  the settings name), the MCP server in ``.gemini/settings.json``.
 - aider: ``.aider.conf.yml``'s ``read:`` lists MEMORY.md (git-excluded when personal).
 - the editor's agents (copilot-chat, cline, roo-code, kilo-code, continue): a labelled copy in
   a rules / instructions file of Reverie's own, the MCP server, Copilot's compaction hook
@@ -32,8 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reverie.agent_roots import AgentRoots
 from reverie.agents.blocks import CommentStyle, neutralise_imports
 from reverie.agents.edits import HookEntry
+from reverie.agents.jsontext import without_comments
 from reverie.agents.ledger import EditKind, Mode, Role, Scope
 from reverie.config import ProjectPaths, Settings, claude_project_slug, project_key
 from reverie.hazards import APPROVED, hazard_of
@@ -117,6 +121,65 @@ def mcp_server_entry(workspace: Path | None = None) -> dict[str, object]:
     return entry
 
 
+#: the settings a ``reverie mcp`` started by Codex needs from the agent's environment: Codex
+#: passes a server only a few variables of its own (HOME, PATH, ...) plus those named here
+CODEX_FORWARDED = ("REVERIE_AGENT_HOME", "REVERIE_CONFIG_DIR", "REVERIE_MEMORY_DIR",
+                   "REVERIE_MEMORY_DIR_PRESET")
+
+
+def codex_mcp_server(settings: Settings, personal: bool) -> dict[str, object]:
+    """Codex's ``[mcp_servers.reverie]``: ``reverie mcp`` in the folder Codex runs in (one
+    entry for every project: Codex keeps one list), no ``type`` key (Codex has none). The data
+    dir is named as the hooks name it (``--data-dir``); in a committed file it is forwarded from
+    the environment instead, with the other settings that place the memory."""
+    entry = mcp_server_entry()
+    python_path = os.environ.get("PYTHONPATH")
+    env = {"PYTHONPATH": python_path} if python_path else {}
+    forwarded = list(CODEX_FORWARDED)
+    if personal:
+        env["REVERIE_DATA_DIR"] = str(settings.data_dir)
+    else:
+        forwarded.insert(0, "REVERIE_DATA_DIR")
+    server: dict[str, object] = {"command": entry["command"], "args": entry["args"]}
+    if env:
+        server["env"] = env
+    server["env_vars"] = forwarded
+    return server
+
+
+def gemini_mcp_server() -> dict[str, object]:
+    """Gemini CLI's ``mcpServers.reverie``: ``reverie mcp`` in the folder Gemini runs in
+    (a ``command`` makes it a stdio server: Gemini's entries have no ``type`` for it)."""
+    entry = mcp_server_entry()
+    return {key: entry[key] for key in ("command", "args", "env")}
+
+
+def _has_comments(path: Path) -> bool:
+    """True for a settings file that is JSON only once its comments are taken out (valid for
+    Gemini CLI, not for Reverie's JSON edits); False for plain JSON, no file or broken text
+    (which the edit itself refuses, with the reason)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        json.loads(text)
+        return False
+    except ValueError:
+        pass
+    try:
+        json.loads(without_comments(text))
+    except ValueError:
+        return False
+    return True
+
+
+def gemini_dir(settings: Settings) -> Path:
+    """Gemini CLI's own folder: ``~/.gemini``, under ``GEMINI_CLI_HOME`` when that is set
+    (``agent_roots``)."""
+    return AgentRoots.for_home(settings.agent_home).gemini_dir
+
+
 def claude_config_file(settings: Settings) -> Path:
     """Claude Code's own state file, where its user and local MCP servers live:
     ``$CLAUDE_CONFIG_DIR/.claude.json``, else ``~/.claude.json``."""
@@ -153,9 +216,9 @@ def gemini_context_name(settings: Settings, workspace: Path) -> str:
     file in ``~/.gemini`` Reverie writes (``settings.json``, ``oauth_creds.json``, or ``..\\``
     out of it on Windows). The name must be a plain ``*.md`` base name; anything else is refused
     (logged) and GEMINI.md is used."""
-    path = settings.agent_home / ".gemini" / "settings.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    path = gemini_dir(settings) / "settings.json"
+    try:  # (Gemini reads it with its comments cut)
+        data = json.loads(without_comments(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return "GEMINI.md"
     context = data.get("context") if isinstance(data, dict) else None
@@ -278,6 +341,9 @@ def refresh_body(mode: Mode, memory_dir: Path, workspace: Path, labelled: bool,
 
 # -- plans ------------------------------------------------------------------------------------
 
+_MCP_CWD_NOTE = ("{agent} keeps one list of MCP servers for every project: the reverie server "
+                 "serves the project {agent} is started in (outside a project it refuses)")
+
 
 def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Settings,
          user_dirs: Sequence[Path] | None = None) -> Plan:
@@ -292,20 +358,41 @@ def plan(agent: ConnectableAgent, workspace: Path, scope: Scope, settings: Setti
         home = codex_home(settings)
         target = codex_global_file(home) if personal else workspace / "AGENTS.md"
         hooks = (home if personal else workspace / ".codex") / "hooks.json"
+        config = (home if personal else workspace / ".codex") / "config.toml"
         return Plan(agent, scope, "copy", memory_dir, [
             PlannedEdit(target, "memory", "block", bid,
                         body=copy_body(memory_dir, workspace, labelled=personal)),
             PlannedEdit(hooks, "hooks", "json-hooks", bid, hooks=hook_entries(settings)),
+            PlannedEdit(config, "mcp", "toml-mcp", bid, json_path=["mcp_servers"],
+                        mcp_name=MCP_SERVER_NAME,
+                        mcp_server=codex_mcp_server(settings, personal)),
         ], notes=[
             "Codex runs hooks only with `[features] codex_hooks = true` in its config.toml "
             "and after you trust them in Codex (see docs/agents.md).",
+            _MCP_CWD_NOTE.format(agent="Codex") if personal else
+            "project scope: .codex/config.toml names this machine's interpreter for the "
+            "reverie MCP server, and Codex reads it only in a project you trust",
         ])
     if agent == "gemini":
         name = gemini_context_name(settings, workspace)
-        target = (settings.agent_home / ".gemini" / name) if personal else workspace / name
-        return Plan(agent, scope, "copy", memory_dir, [
-            PlannedEdit(target, "memory", "block", bid,
-                        body=copy_body(memory_dir, workspace, labelled=personal)),
+        home = gemini_dir(settings)
+        target = (home / name) if personal else workspace / name
+        config = (home if personal else workspace / ".gemini") / "settings.json"
+        edits = [PlannedEdit(target, "memory", "block", bid,
+                             body=copy_body(memory_dir, workspace, labelled=personal))]
+        if _has_comments(config):
+            # Gemini CLI reads its settings with comments stripped; Reverie edits strict JSON
+            # only, and the memory must not wait for that
+            return Plan(agent, scope, "copy", memory_dir, edits, notes=[
+                f"{config} has comments (Gemini CLI allows them; Reverie edits plain JSON only): "
+                "the reverie MCP server was not registered; remove the comments and connect "
+                "again, or add it by hand (docs/agents.md)"])
+        edits.append(PlannedEdit(config, "mcp", "json-mcp", bid, json_path=["mcpServers"],
+                                 mcp_name=MCP_SERVER_NAME, mcp_server=gemini_mcp_server()))
+        return Plan(agent, scope, "copy", memory_dir, edits, notes=[
+            _MCP_CWD_NOTE.format(agent="Gemini CLI") if personal else
+            "project scope: .gemini/settings.json names this machine's interpreter for the "
+            "reverie MCP server, and Gemini CLI reads it only in a folder you trust",
         ])
     if agent in ("copilot-chat", "cline", "roo-code", "kilo-code", "continue"):
         return _editor(agent, workspace, scope, settings, memory_dir, bid, user_dirs)

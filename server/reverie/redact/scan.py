@@ -17,7 +17,7 @@ import importlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from reverie.redact import structure
@@ -203,9 +203,30 @@ def _load_trigger() -> _Re2Trigger | None:
         return None
 
 
+class _Lazy:
+    """A ``_HitScan`` built at its first use (~80 ms of CPU: the overlap table and one large
+    pattern each): a process that redacts one long text with RE2 at hand (the session-start
+    hook) never needs either scan."""
+
+    def __init__(self, always: Callable[[], frozenset[int]]) -> None:
+        self._always = always
+        self._scan: _HitScan | None = None
+
+    def _built(self) -> _HitScan:
+        if self._scan is None:
+            self._scan = _HitScan(_RULES, always=self._always())
+        return self._scan
+
+    def rules(self, text: str) -> tuple[Rule, ...]:
+        return self._built().rules(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built(), name)
+
+
 _TRIGGER = _load_trigger()
-_SHORT_HITS = _HitScan(_RULES, always=_ALWAYS)
-_LONG_HITS = _HitScan(_RULES, always=_direct_rules(_RULES))
+_SHORT_HITS = _Lazy(lambda: _ALWAYS)
+_LONG_HITS = _Lazy(lambda: _direct_rules(_RULES))
 
 
 def _rules_for(text: str, trigger: _Re2Trigger | None) -> Sequence[Rule]:

@@ -6,124 +6,43 @@ file (``session_memory.marker``: 15 s cap, 60 s stale); otherwise one forced ext
 bounded by the same cap. After the compaction (and on resume) the notes are handed back as
 additional context, cut to the spec's budgets with a pointer to the full file.
 
-Hook input is JSON on stdin as the agents document it (``session_id``, ``transcript_path``,
-``cwd``, ``hook_event_name``, ``source`` / ``trigger``; other fields are ignored). VS Code's agent
-hooks (GitHub Copilot Chat) spell two of them ``sessionId`` and ``hookEventName``, and their
-``transcript_path`` is the Copilot extension's own event log
-(``workspaceStorage/<hash>/GitHub.copilot-chat/transcripts/<id>.jsonl``): the session Reverie
-reads and keeps notes for is VS Code's ``chatSessions/<id>.json[l]`` beside it. Nothing here
-raises to the caller for bad input: ``HookSkip`` carries a one-line reason.
+The input's parsing and the session-start hand-back live in ``reverie.services.handback``
+(the lean session-start entry calls it without the settings stack); they are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reverie.config import ProjectPaths, Settings
-from reverie.errors import ReverieError
-from reverie.session_memory.marker import marker_path, running_since, wait_for_marker
-from reverie.session_memory.template import (
-    MAX_TOTAL_TOKENS,
-    TRUNCATION_MARKER,
-    load_template,
-    truncate_for_compaction,
+from reverie.services.handback import (
+    INJECT_SOURCES,
+    MAX_PARENTS,
+    HookInput,
+    HookSkip,
+    copilot_chat_session,
+    cut_for_injection,
+    hand_back,
+    parse_hook_input,
+    workspace_of_session,
 )
+from reverie.session_memory.marker import marker_path, running_since, wait_for_marker
+
+__all__ = ["INJECT_SOURCES", "MAX_PARENTS", "PRE_COMPACT_BUDGET_SECONDS", "HookInput",
+           "HookSkip", "copilot_chat_session", "cut_for_injection", "parse_hook_input",
+           "pre_compact", "session_start", "session_workspace"]
 
 #: the whole pre-compact hook, waiting included: the spec's waiter cap
 PRE_COMPACT_BUDGET_SECONDS = 15.0
-#: sources of a SessionStart that continue a conversation (the notes belong to it)
-INJECT_SOURCES = frozenset({"compact", "resume"})
-#: how far up from the hook's cwd a session's workspace is looked for
-MAX_PARENTS = 32
-
-
-class HookSkip(ReverieError):
-    """The hook has nothing to do, or cannot do it; the message says why (for stderr)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HookInput:
-    session_id: str
-    transcript_path: Path | None
-    cwd: Path | None
-    event: str | None
-    source: str | None
-
-
-#: a session id as the agents write them (UUIDs, rollout ids): no path in it
-_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
-
-
-def parse_hook_input(raw: str | bytes) -> HookInput:
-    """The fields Reverie uses from an agent's hook JSON (unknown fields are ignored)."""
-    try:
-        data: Any = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise HookSkip("hook input is not JSON") from None
-    if not isinstance(data, dict):
-        raise HookSkip("hook input is not a JSON object")
-    session_id = data.get("session_id")
-    if not isinstance(session_id, str) or not session_id.strip():
-        session_id = data.get("sessionId")  # VS Code's agent hooks
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise HookSkip("hook input has no session_id")
-    if not _PLAIN_ID.fullmatch(session_id.strip()):
-        raise HookSkip("hook input's session_id is not a plain id")  # ``..``, ``a/b``
-
-    def text(key: str) -> str | None:
-        value = data.get(key)
-        return value if isinstance(value, str) and value else None
-
-    transcript, cwd = text("transcript_path"), text("cwd")
-    transcript_path = Path(transcript).expanduser() if transcript else None
-    if transcript_path is not None:
-        transcript_path = copilot_chat_session(transcript_path, session_id.strip())
-    return HookInput(
-        session_id=session_id.strip(),
-        transcript_path=transcript_path,
-        cwd=Path(cwd).expanduser() if cwd else None,
-        event=text("hook_event_name") or text("hookEventName"),
-        source=text("source") or text("trigger"),
-    )
-
-
-def copilot_chat_session(transcript: Path, session_id: str) -> Path:
-    """VS Code's own session file for a Copilot hook's transcript: ``<hash>/chatSessions/
-    <id>.jsonl`` (else ``.json``) for ``<hash>/GitHub.copilot-chat/transcripts/<file>``, by the
-    session id, else by the transcript's name; without one the extension's log itself (it is
-    read too: ``transcripts.copilot_events``); any other path is returned as it is."""
-    owner = transcript.parent.parent
-    if transcript.parent.name.lower() != "transcripts" \
-            or owner.name.lower() != "github.copilot-chat":
-        return transcript
-    chats = owner.parent / "chatSessions"
-    for stem in dict.fromkeys((session_id, transcript.stem)):
-        if not _PLAIN_ID.fullmatch(stem):
-            continue
-        for suffix in (".jsonl", ".json"):
-            if (chats / f"{stem}{suffix}").is_file():
-                return chats / f"{stem}{suffix}"
-    return transcript
 
 
 def session_workspace(settings: Settings, hook: HookInput) -> Path | None:
     """The workspace whose data holds this session: the cwd or the nearest parent with a
     session dir for it (an agent started in a sub-folder of the editor's workspace)."""
-    if hook.cwd is None:
-        return None
-    start = hook.cwd.resolve()
-    for n, directory in enumerate((start, *start.parents)):
-        if n >= MAX_PARENTS:
-            break
-        if ProjectPaths(settings, directory).session_dir(hook.session_id).is_dir():
-            return directory
-    return None
+    return workspace_of_session(settings.data_dir, hook)
 
 
 # -- pre-compact ------------------------------------------------------------------------------
@@ -205,48 +124,6 @@ def _find_transcript(settings: Settings, session_id: str, workspace: Path) -> Pa
 # -- session start ----------------------------------------------------------------------------
 
 
-def cut_for_injection(notes: str, path: Path,
-                      max_total_tokens: int = MAX_TOTAL_TOKENS) -> str:
-    """The notes cut with the spec's per-section budget, then to the total budget, with a
-    pointer to the full file (always: the agent can read it when it needs more)."""
-    from reverie.redact import redact  # the notes are redacted when written; a hand edit not
-
-    text, truncated = truncate_for_compaction(redact(notes)[0])
-    limit = max_total_tokens * 4
-    if len(text) > limit:
-        cut = text.rfind("\n", 0, limit)
-        text = text[: cut if cut > 0 else limit] + "\n" + TRUNCATION_MARKER
-        truncated = True
-    head = (f"Session notes kept by Reverie for this conversation (full file: {path}). "
-            "They were written from the conversation before the compaction; trust them over "
-            "a vague summary.")
-    tail = (f"\n\nSome parts were cut for length; read {path} for everything."
-            if truncated else "")
-    return f"{head}\n\n{text.strip()}{tail}"
-
-
 def session_start(settings: Settings, hook: HookInput) -> dict[str, Any] | None:
     """The SessionStart hook output that injects the notes, or None (nothing to add)."""
-    if hook.source not in INJECT_SOURCES:
-        return None
-    workspace = session_workspace(settings, hook)
-    if workspace is None:
-        return None
-    path = ProjectPaths(settings, workspace).notes_path(hook.session_id)
-    try:
-        notes = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not notes.strip() or notes.strip() == load_template(settings.config_dir).text.strip():
-        return None
-    context = cut_for_injection(notes, path)
-    from reverie.agents.given import record_given  # for the editor's "what agents load"
-
-    record_given(ProjectPaths(settings, workspace).root, "session-start", hook.session_id,
-                 context)
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": context,
-        }
-    }
+    return hand_back(settings.data_dir, settings.config_dir, hook)

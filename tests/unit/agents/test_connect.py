@@ -55,8 +55,15 @@ USER_FILES = {
                         b'{\n    "permissions": {\n        "allow": ["Bash(ls)"]\n    }\n}\n'},
     "codex": {"~/.codex/AGENTS.md": b"Always run the tests.\n",
               "~/.codex/hooks.json": b'{"hooks": {"Stop": [{"hooks": [{"type": "command", '
-                                     b'"command": "notify-send done"}]}]}}'},
-    "gemini": {"~/.gemini/GEMINI.md": b"Be brief."},
+                                     b'"command": "notify-send done"}]}]}}',
+              # Reverie's MCP server goes in after the user's own, comments and all
+              "~/.codex/config.toml": b'# my settings\nmodel = "gpt-5"  # the default\n\n'
+                                      b'[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+                                      b'args = ["--stdio"]\n'},
+    "gemini": {"~/.gemini/GEMINI.md": b"Be brief.",
+               "~/.gemini/settings.json": b'{\n  "theme": "GitHub",\n  "mcpServers": {\n'
+                                          b'    "git": {"command": "uvx", "args": '
+                                          b'["mcp-server-git"]}\n  }\n}\n'},
     "aider": {".aider.conf.yml": b"model: sonnet\nread:\n  - CONVENTIONS.md\n"},
     # the editor's agents: Reverie writes a file of its own beside the user's, and its MCP
     # server into the settings the extension keeps (with the user's own servers in them)

@@ -45,7 +45,12 @@ def test_a_cloned_repositorys_gemini_settings_choose_nothing(
     after = _files(gemini)
     assert set(after) == set(before) | {str(gemini / "GEMINI.md")}
     for path, data in before.items():
-        assert after[path] == data  # settings.json and the credentials are untouched
+        if path.endswith("settings.json"):  # only Reverie's MCP server is added to it
+            added = json.loads(after[path])
+            assert set(added.pop("mcpServers")) == {"reverie"}
+            assert added == json.loads(data)
+        else:
+            assert after[path] == data  # the credentials are untouched
     assert not (home / ".bashrc").exists() and not (home.parent / "evil.md").exists()
     disconnect("gemini", ws, Settings())
     assert _files(gemini) == before
@@ -61,8 +66,12 @@ def test_the_users_own_setting_is_refused_when_it_is_not_a_plain_md_name(
     settings_json = json.dumps({"context": {"fileName": name}})
     (gemini / "settings.json").write_text(settings_json)
     connect("gemini", ws, "personal", Settings())
-    assert (gemini / "settings.json").read_text() == settings_json
+    kept = json.loads((gemini / "settings.json").read_text())
+    assert set(kept.pop("mcpServers")) == {"reverie"}  # Reverie's MCP server, nothing else
+    assert kept == json.loads(settings_json)
     assert (gemini / "GEMINI.md").is_file()
+    disconnect("gemini", ws, Settings())
+    assert (gemini / "settings.json").read_text() == settings_json
 
 
 def test_the_users_own_plain_name_is_used(ws: Path, reverie_env: dict[str, Path]) -> None:
