@@ -129,7 +129,8 @@ class CheckCache:
             if not isinstance(deps, dict) or not deps:
                 continue
             sigs = {rel: FileSig.from_json(raw) for rel, raw in deps.items()}
-            if all(isinstance(rel, str) and sig is not None for rel, sig in sigs.items()):
+            if all(isinstance(rel, str) and sig is not None and rel and not rel.startswith("/")
+                   and ".." not in rel.split("/") for rel, sig in sigs.items()):
                 self.valid[key] = {rel: sig for rel, sig in sigs.items() if sig is not None}
         topics = data.get("topics")
         for key, entry in (topics.items() if isinstance(topics, dict) else ()):

@@ -296,3 +296,18 @@ def test_prompt_time_recall_goes_through_the_cache_and_keeps_other_topics(
     ws.commit("rebate")  # (a fact with no recorded anchors: history shows the symbol left)
     assert stale_lines(memory, ws.root, today, {"money.md": {6}}, cache) == {("money.md", 6)}
     assert len(json.loads(cache.read_bytes())["topics"]) == 2
+
+
+def test_an_entry_naming_a_file_outside_the_workspace_is_dropped(ws: GitWorkspace,
+                                                                 tmp_path: Path) -> None:
+    """Only the workspace's own files can stand for an anchor (a cache edited by hand)."""
+    outside = tmp_path / "elsewhere.ts"
+    outside.write_text("export function applyRebate() {}\n")
+    info = outside.stat()
+    sig = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, ""]
+    gone = Anchor(kind="symbol", value="applyRebate", where="src/lib/money.ts")
+    cache = tmp_path / "check-cache.json"
+    cache.write_text(json.dumps({"version": 1, "root": str(ws.root), "valid": {
+        cache_module.anchor_key(gone): {"../elsewhere.ts": sig}}, "head": "", "history": {}}))
+    assert check(ws.root, cache, gone)[0].status != "valid"
+    assert check(ws.root, None, gone)[0].status != "valid"
