@@ -94,8 +94,11 @@ class CheckCache:
     """The cache of one workspace's checks (see the module doc). ``path`` None: a cache that
     remembers for this check only."""
 
-    def __init__(self, path: Path | None, root: Path) -> None:
+    def __init__(self, path: Path | None, root: Path, *, whole_memory: bool = False) -> None:
+        """``whole_memory``: this check reads every topic file, so the parsed topics it did
+        not use are old versions and are dropped on save (a partial check keeps them)."""
         self.path = path
+        self.whole_memory = whole_memory
         self.root = root
         self._root_text = str(root)
         self.valid: dict[str, dict[str, FileSig]] = {}
@@ -126,7 +129,8 @@ class CheckCache:
             if not isinstance(deps, dict) or not deps:
                 continue
             sigs = {rel: FileSig.from_json(raw) for rel, raw in deps.items()}
-            if all(isinstance(rel, str) and sig is not None for rel, sig in sigs.items()):
+            if all(isinstance(rel, str) and sig is not None and rel and not rel.startswith("/")
+                   and ".." not in rel.split("/") for rel, sig in sigs.items()):
                 self.valid[key] = {rel: sig for rel, sig in sigs.items() if sig is not None}
         topics = data.get("topics")
         for key, entry in (topics.items() if isinstance(topics, dict) else ()):
@@ -142,7 +146,7 @@ class CheckCache:
 
     def save(self) -> None:
         """Write the cache if anything changed (atomically; a failure only costs speed)."""
-        if len(self.topics) > 2 * len(self._topics_used) + 100:
+        if self.whole_memory and len(self.topics) > 2 * len(self._topics_used) + 100:
             self._changed = True  # topic files rewritten many times since: drop the old ones
         if self.path is None or not self._changed:
             return
@@ -151,7 +155,8 @@ class CheckCache:
                 "valid": {key: {rel: sig.to_json() for rel, sig in deps.items()}
                           for key, deps in keep},
                 "head": self.head, "history": self.history,
-                "topics": {k: v for k, v in self.topics.items() if k in self._topics_used}}
+                "topics": {k: v for k, v in self.topics.items()
+                           if k in self._topics_used or not self.whole_memory}}
         try:
             atomic_write_text(self.path, json.dumps(data, ensure_ascii=False,
                                                     separators=(",", ":")))

@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
+from reverie.anchors.cache import CheckCache
 from reverie.anchors.memory import (
     FactStatus,
     MemoryCheck,
@@ -69,10 +70,21 @@ def delivered_index(memory_dir: Path, workspace: Path, today: date,
 
 
 def stale_lines(memory_dir: Path, workspace: Path, today: date,
-                wanted: Mapping[str, Set[int]]) -> set[tuple[str, int]]:
+                wanted: Mapping[str, Set[int]],
+                cache: Path | None = None) -> set[tuple[str, int]]:
     """Of the memory lines ``wanted`` (file name -> 0-based lines: a topic's fact lines, or
     ``MEMORY.md`` entries), those that state a stale fact: what prompt-time recall leaves
-    out. Only the facts on those lines (and the topics of those index entries) are checked."""
+    out. Only the facts on those lines (and the topics of those index entries) are checked.
+    ``cache``: the workspace's check cache (``anchors.cache``)."""
+    store = CheckCache(cache, workspace)
+    try:
+        return _stale_lines(memory_dir, workspace, today, wanted, store)
+    finally:
+        store.save()
+
+
+def _stale_lines(memory_dir: Path, workspace: Path, today: date,
+                 wanted: Mapping[str, Set[int]], store: CheckCache) -> set[tuple[str, int]]:
     entries: dict[int, IndexEntry] = {}
     if wanted.get(INDEX_NAME):
         try:
@@ -84,7 +96,7 @@ def stale_lines(memory_dir: Path, workspace: Path, today: date,
     whole = {e.target_path for e in entries.values()}
     topics: list[TopicFacts] = []
     for name in sorted({n for n in wanted if n != INDEX_NAME} | whole):
-        parsed = read_topic_facts(memory_dir, name)
+        parsed = read_topic_facts(memory_dir, name, store)
         if parsed is None:
             continue
         lines = wanted.get(name, set())
@@ -94,7 +106,7 @@ def stale_lines(memory_dir: Path, workspace: Path, today: date,
     if not any(t.facts for t in topics):
         return set()
     stale: dict[str, list[FactStatus]] = {}
-    for status in check_topics(topics, workspace, today):
+    for status in check_topics(topics, workspace, today, store):
         if status.status == "stale":
             stale.setdefault(status.fact.topic, []).append(status)
     out: set[tuple[str, int]] = set()

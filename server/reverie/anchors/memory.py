@@ -237,7 +237,7 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
     """Check every live fact of ``memory_dir`` against ``workspace`` (the memory is only
     read). ``cache``: the workspace's check cache (``anchors.cache``, in the project's data
     dir), read and updated; None checks everything from scratch."""
-    store = CheckCache(cache, workspace)
+    store = CheckCache(cache, workspace, whole_memory=True)
     try:
         topics = memory_facts(memory_dir, store)
         with WorkTree(workspace) as tree:
@@ -248,14 +248,12 @@ def check_memory(memory_dir: Path, workspace: Path, today: date,
 
 
 def check_topics(topics: list[TopicFacts], workspace: Path, today: date,
-                 cache: Path | None = None) -> list[FactStatus]:
-    """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall)."""
-    store = CheckCache(cache, workspace)
-    try:
-        with WorkTree(workspace) as tree:
-            return _check_with(topics, tree, today, 0, store)
-    finally:
-        store.save()
+                 cache: CheckCache | None = None) -> list[FactStatus]:
+    """Check only the facts of ``topics`` (a subset a caller picked: prompt-time recall),
+    through ``cache`` when given (the caller saves it)."""
+    with WorkTree(workspace) as tree:
+        return _check_with(topics, tree, today, 0,
+                           cache if cache is not None else CheckCache(None, workspace))
 
 
 def _check_with(topics: list[TopicFacts], tree: WorkTree, today: date,

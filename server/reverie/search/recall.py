@@ -206,11 +206,12 @@ def live_only(items: list[Recalled], data_dir: Path, workspace: Path) -> list[Re
         from reverie.anchors.delivery import stale_lines
         from reverie.config import ProjectPaths, Settings
 
-        memory_dir = ProjectPaths(Settings(data_dir=data_dir), workspace).memory_dir
+        paths = ProjectPaths(Settings(data_dir=data_dir), workspace)
         wanted: dict[str, set[int]] = {}
         for item in memory:
             wanted.setdefault(item.hit.source, set()).add(int(item.hit.anchor))
-        stale = stale_lines(memory_dir, workspace, datetime.now(UTC).date(), wanted)
+        stale = stale_lines(paths.memory_dir, paths.workspace, datetime.now(UTC).date(),
+                            wanted, paths.check_cache)
     except Exception as exc:  # a check that cannot run never hides memory
         import logging
 

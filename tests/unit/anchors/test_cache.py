@@ -270,3 +270,44 @@ def test_a_topic_file_edited_is_parsed_again(ws: GitWorkspace, tmp_path: Path,
     edited = check_memory(memory, ws.root, today, cache=cache)
     assert [f.status for f in edited.facts] == ["unverifiable"]
     assert edited.as_json() == check_memory(memory, ws.root, today).as_json()
+
+
+def test_prompt_time_recall_goes_through_the_cache_and_keeps_other_topics(
+        ws: GitWorkspace, tmp_path: Path) -> None:
+    """``stale_lines`` (prompt-time recall) reads one topic: it uses and updates the cache
+    without dropping what a whole-memory check kept for the other topics."""
+    from datetime import date
+
+    from reverie.anchors.delivery import stale_lines
+    from reverie.anchors.memory import check_memory
+
+    memory, cache = tmp_path / "memory", tmp_path / "check-cache.json"
+    memory.mkdir()
+    for name, fact in (("money.md", "`applyDiscount()` lives in `src/lib/money.ts`."),
+                       ("build.md", "**Build:** `pnpm build`")):
+        (memory / name).write_text(f"---\nname: {name}\ndescription: x\ntype: project\n---\n\n"
+                                   f"- {fact}\n")
+    today = date(2026, 12, 1)
+    assert [f.status for f in check_memory(memory, ws.root, today, cache=cache).facts] == \
+        ["valid", "valid"]
+    assert len(json.loads(cache.read_bytes())["topics"]) == 2
+    assert stale_lines(memory, ws.root, today, {"money.md": {6}}, cache) == set()
+    ws.edit("src/lib/money.ts", "applyDiscount", "applyRebate")
+    ws.commit("rebate")  # (a fact with no recorded anchors: history shows the symbol left)
+    assert stale_lines(memory, ws.root, today, {"money.md": {6}}, cache) == {("money.md", 6)}
+    assert len(json.loads(cache.read_bytes())["topics"]) == 2
+
+
+def test_an_entry_naming_a_file_outside_the_workspace_is_dropped(ws: GitWorkspace,
+                                                                 tmp_path: Path) -> None:
+    """Only the workspace's own files can stand for an anchor (a cache edited by hand)."""
+    outside = tmp_path / "elsewhere.ts"
+    outside.write_text("export function applyRebate() {}\n")
+    info = outside.stat()
+    sig = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, ""]
+    gone = Anchor(kind="symbol", value="applyRebate", where="src/lib/money.ts")
+    cache = tmp_path / "check-cache.json"
+    cache.write_text(json.dumps({"version": 1, "root": str(ws.root), "valid": {
+        cache_module.anchor_key(gone): {"../elsewhere.ts": sig}}, "head": "", "history": {}}))
+    assert check(ws.root, cache, gone)[0].status != "valid"
+    assert check(ws.root, None, gone)[0].status != "valid"
