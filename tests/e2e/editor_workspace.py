@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,18 +88,44 @@ def make_agent_workspace(root: Path, name: str = "spotter") -> AgentWorkspace:
     return AgentWorkspace(root, workspace, agent_home, data_dir, config_dir, transcript, session_id)
 
 
-def scratch_env(root: Path) -> dict[str, str]:
-    """XDG dirs and TMPDIR inside ``root`` so editors write nothing outside the test."""
-    dirs = {
-        "XDG_CONFIG_HOME": root / "xdg" / "config",
-        "XDG_DATA_HOME": root / "xdg" / "data",
-        "XDG_CACHE_HOME": root / "xdg" / "cache",
-        "XDG_STATE_HOME": root / "xdg" / "state",
-        "TMPDIR": root / "tmp",
-    }
-    for path in dirs.values():
-        path.mkdir(parents=True, exist_ok=True)
-    return {key: str(value) for key, value in dirs.items()}
+#: the longest unix socket path Linux binds (``sizeof(sun_path)`` is 108, with the NUL)
+SOCKET_PATH_MAX = 107
+#: the longest socket path the editors make in TMPDIR: VS Code's IPC handles (Chromium's
+#: ``org.chromium.Chromium.XXXXXX/SingletonSocket`` and code-server's session socket, which the
+#: fixtures put there, are shorter)
+DEEPEST_SOCKET = "/vscode-ipc-00000000-0000-0000-0000-000000000000.sock"
+
+
+@contextmanager
+def scratch_env(root: Path) -> Iterator[dict[str, str]]:
+    """XDG dirs and TMPDIR for an editor, its browser and everything they start, so they write
+    nothing outside the test; removed on exit.
+
+    They live in a short folder under /tmp, not in ``root``: Chromium, VS Code and Neovim put
+    unix sockets in TMPDIR, a socket path longer than 107 bytes cannot be bound (Chromium aborts
+    at launch; VS Code's IPC handles are longer still), and pytest's temp paths (``popen-gwN``,
+    the fixture's name) come close. ``root/scratch`` links to the folder while it exists.
+    """
+    base = Path(tempfile.mkdtemp(prefix="rv-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    try:
+        dirs = {
+            "XDG_CONFIG_HOME": base / "config",
+            "XDG_DATA_HOME": base / "data",
+            "XDG_CACHE_HOME": base / "cache",
+            "XDG_STATE_HOME": base / "state",
+            "TMPDIR": base / "tmp",
+        }
+        for path in dirs.values():
+            path.mkdir()
+        socket = f"{dirs['TMPDIR']}{DEEPEST_SOCKET}"
+        assert len(socket) <= SOCKET_PATH_MAX, f"{socket} is too long for a unix socket"
+        root.mkdir(parents=True, exist_ok=True)
+        link = root / "scratch"
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(base, target_is_directory=True)
+        yield {key: str(value) for key, value in dirs.items()}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def which(name: str) -> str | None:

@@ -140,8 +140,11 @@ export async function undoRun(ctx: CommandContext, runId?: string | null): Promi
     if (!message.includes('would also discard the hand edits')) {
       throw error;
     }
-    const anyway = 'Undo Anyway';
-    const again = await vscode.window.showWarningMessage(`${verb} discards hand edits`, { modal: true, detail: message }, anyway);
+    // said as the first question says it (the run by its time, no run id, no CLI command)
+    const files = /made since to (.+?)\. They stay/.exec(message)?.[1] ?? 'some memory files';
+    const detail = `${isRedo ? 'Redoing' : 'Undoing'} the ${what} would also discard the hand edits made to ${files} since then.\nThe edits stay in the history, and ${isRedo ? 'undoing the redo' : 'Redo'} brings them back.`;
+    const anyway = `${verb} Anyway`;
+    const again = await vscode.window.showWarningMessage(`${verb} discards hand edits`, { modal: true, detail }, anyway);
     if (again !== anyway) {
       return;
     }

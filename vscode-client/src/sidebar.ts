@@ -83,10 +83,42 @@ export class SessionsTree extends ServerTree<SessionRow> {
     return item;
   }
 
-  getChildren(element?: SessionRow): Promise<SessionRow[]> {
-    if (element) {
-      return Promise.resolve([]);
+  /** the view, once created: a hidden one is redrawn when shown, so a refresh just marks it */
+  view?: vscode.TreeView<SessionRow>;
+  /** the rows on screen (as JSON), and rows a refresh fetched for the next getChildren */
+  private shown: string | undefined;
+  private fetched: SessionRow[] | undefined;
+
+  /**
+   * Redraws the rows only when they changed. Notes updates come often (each asks for a
+   * refresh), and a redraw of the same rows drops the tooltip a person is reading and the row
+   * under the pointer.
+   */
+  override refresh(): void {
+    if (this.shown === undefined || !this.view?.visible) {
+      this.shown = undefined;
+      super.refresh();
+      return;
     }
+    void this.rows().then((rows) => {
+      if (JSON.stringify(rows) !== this.shown) {
+        this.fetched = rows;
+        super.refresh();
+      }
+    });
+  }
+
+  async getChildren(element?: SessionRow): Promise<SessionRow[]> {
+    if (element) {
+      return [];
+    }
+    const rows = this.fetched ?? await this.rows();
+    this.fetched = undefined;
+    this.shown = JSON.stringify(rows);
+    return rows;
+  }
+
+  private rows(): Promise<SessionRow[]> {
     return this.guarded('sessions', async () =>
       (await this.server.execute<SessionsResult>(ServerCommands.listSessions, workspaceArg())).sessions);
   }
@@ -320,8 +352,9 @@ export function createSidebar(server: ReverieServer, log: vscode.LogOutputChanne
   const sessions = new SessionsTree(server, log);
   const memory = new MemoryTree(server, log);
   const history = new HistoryTree(server, log);
+  sessions.view = vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions });
   const disposables = [
-    vscode.window.createTreeView(Views.sessions, { treeDataProvider: sessions }),
+    sessions.view,
     vscode.window.createTreeView(Views.memory, { treeDataProvider: memory }),
     vscode.window.createTreeView(Views.history, { treeDataProvider: history }),
     vscode.languages.onDidChangeDiagnostics(() => memory.redraw()),

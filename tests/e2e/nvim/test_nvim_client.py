@@ -65,15 +65,16 @@ def test_neovim_status_dream_and_memory_saved(tmp_path: Path, editors: ModuleTyp
     if nvim is None:
         editors.missing_tool("Neovim (nvim) is not installed")
     ws = editors.make_agent_workspace(tmp_path)
-    env = {
-        **os.environ,
-        **editors.scratch_env(tmp_path / "scratch"),
-        **ws.env(),
-        "REVERIE_NVIM_PYTHON": sys.executable,
-        "REVERIE_NVIM_WORKSPACE": str(ws.workspace),
-        "REVERIE_PROVIDER": "offline",
-    }
-    result = run_nvim(env, ws.workspace)
+    with editors.scratch_env(tmp_path) as scratch:
+        env = {
+            **os.environ,
+            **scratch,
+            **ws.env(),
+            "REVERIE_NVIM_PYTHON": sys.executable,
+            "REVERIE_NVIM_WORKSPACE": str(ws.workspace),
+            "REVERIE_PROVIDER": "offline",
+        }
+        result = run_nvim(env, ws.workspace)
     seen = observations(result.stdout)
     detail = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
     assert result.returncode == 0, detail

@@ -74,21 +74,22 @@ def _install_extension(code_server: Path, vsix: Path, editors: ModuleType, root:
     """``code-server --install-extension`` into ``root / "extensions"``, once: the install
     unpacks ~2,000 files (about 5 s, 3-4 s of CPU), the same for every code-server."""
     extensions = root / "extensions"
-    env = {
-        **{k: v for k, v in os.environ.items()
-           if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))},
-        **editors.scratch_env(root),
-        "HOME": str(root / "home"),
-    }
     (root / "home").mkdir()
-    install = subprocess.run(
-        [str(code_server), "--user-data-dir", str(root / "user-data"),
-         "--extensions-dir", str(extensions), "--install-extension", str(vsix)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with editors.scratch_env(root) as scratch:
+        env = {
+            **{k: v for k, v in os.environ.items()
+               if not k.startswith(("REVERIE_", "VSCODE_", "OPENAI_", "ANTHROPIC_"))},
+            **scratch,
+            "HOME": str(root / "home"),
+        }
+        install = subprocess.run(
+            [str(code_server), "--user-data-dir", str(root / "user-data"),
+             "--extensions-dir", str(extensions), "--install-extension", str(vsix)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert install.returncode == 0, install.stdout + install.stderr
     assert list(extensions.glob("reverie.reverie-*")), install.stdout + install.stderr
     return extensions
@@ -175,11 +176,21 @@ def launched_code_server(
     ``trust=False`` (the main suite) switches Workspace Trust off, so every folder is trusted;
     ``trust=True`` keeps it on as a user has it, so a folder nobody trusted yet opens with the
     trust prompt and can be browsed in Restricted Mode.
+
+    Its scratch dirs (short ones, see ``scratch_env``) go once code-server and all it started
+    are gone; a browser opened on it (``opened_workbench``) is closed before that.
     """
+    with editors.scratch_env(ws.root) as scratch, _code_server(tools, ws, scratch, trust) as cs:
+        yield cs
+
+
+@contextmanager
+def _code_server(
+    tools: Tools, ws: Any, scratch: dict[str, str], trust: bool
+) -> Iterator[CodeServer]:
     root = ws.root
     user_data, extensions = root / "user-data", root / "extensions"
     (user_data / "User").mkdir(parents=True)
-    scratch = editors.scratch_env(root)
     env = {
         **{
             k: v
@@ -193,7 +204,11 @@ def launched_code_server(
         "OPENAI_API_KEY": "sk-test-not-a-real-key",
     }
     (root / "home").mkdir()
-    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    # the session socket (code-server's own: another launch on it opens its folder in this
+    # one) goes with the short TMPDIR, not the user-data dir under pytest's long temp path
+    session_socket = Path(scratch["TMPDIR"]) / "code-server-ipc.sock"
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions),
+              "--session-socket", str(session_socket)]
     _copy_extensions(tools.installed, extensions)
     assert list(extensions.glob("reverie.reverie-*"))
     settings = {

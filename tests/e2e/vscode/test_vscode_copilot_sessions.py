@@ -123,9 +123,9 @@ def test_a_copilot_session_in_the_workspace_storage_gets_notes_in_the_sessions_v
         expect(row).to_be_visible(timeout=30_000)
         expect(row).to_contain_text(re.compile(r"copilot-chat · .* · notes"), timeout=30_000)
         expect(row.locator(".codicon-copilot")).to_be_visible()
-        row.hover()  # the tooltip says what the row's cut description holds
-        hover = page.locator(".monaco-hover, .workbench-hover").filter(has_text="copilot-chat")
-        expect(hover.first).to_contain_text("notes written", timeout=15_000)
+        # the tooltip says what the row's cut description holds
+        hover = workbench.hover_text(page, row, "copilot-chat", "notes written")
+        expect(hover).to_contain_text(session_id)
         page.wait_for_timeout(800)  # the hover fades in: let it settle for the screenshot
     finally:
         workbench.shot(page, artifacts, "19-copilot-session")

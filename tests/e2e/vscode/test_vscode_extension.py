@@ -229,7 +229,9 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     page: Any, code_server: Any, artifacts: Path
 ) -> None:
     """The Reverie sidebar's History lists the dream; its inline Undo asks first, says what
-    changed, and Redo brings the run back."""
+    changed, and Redo brings the run back. MEMORY.md was edited by hand since the dream (the
+    broken link above): the undo says it would discard that edit and goes ahead only on
+    "Undo Anyway"."""
     from playwright.sync_api import expect
 
     memory = memory_dir_of(code_server)
@@ -250,6 +252,15 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
     expect(dialog).to_contain_text("MEMORY.md", timeout=20_000)  # says what will change
     shot(page, artifacts, "08b-undo-confirmation")
     dialog.locator(".monaco-button", has_text="Undo").first.click()
+    # the server refuses to drop the hand edit silently: a second question names the file
+    expect(dialog).to_contain_text("discards hand edits", timeout=20_000)
+    expect(dialog).to_contain_text("MEMORY.md")
+    expect(dialog).to_contain_text("Undoing the dream of")  # the run as the first question names it
+    expect(dialog).to_contain_text("Redo brings them back")  # what the next step promises
+    shot(page, artifacts, "08d-undo-hand-edits")
+    assert not RUN_ID.search(dialog.inner_text()), dialog.inner_text()
+    dialog.locator(".monaco-button", has_text="Undo Anyway").click()
+    expect(dialog).to_be_hidden()
     centre = notification_centre(page)
     undone = centre.locator(".notification-list-item", has_text="Undid the dream of")
     expect(undone.first).to_be_visible(timeout=30_000)
@@ -268,6 +279,8 @@ def test_sidebar_history_undo_of_a_chosen_run_and_redo(
         page.locator(".notification-list-item", has_text="Redid the dream of").first
     ).to_be_visible(timeout=30_000)
     assert (memory / "MEMORY.md").is_file(), "the redo did not bring MEMORY.md back"
+    # as the warning promised, undoing the undo brings the hand edit back with the dream
+    assert "does-not-exist.md" in (memory / "MEMORY.md").read_text()
     expect(status).to_contain_text("dreamed", timeout=20_000)
     # History names a redo a redo (an undo of an undo), and the undo an undo
     run_command(page, "Reverie: Focus on History View")

@@ -134,15 +134,23 @@ def test_a_folder_without_sessions_offers_the_walkthrough_once(
             timeout=30_000)
         shot(page, artifacts, "16c-walkthrough")
         run_command(page, "View: Close All Editors")
+        # the extension decides on its offers when the (new) server answers its status, which
+        # is also when the status bar turns idle: from then on an offer would be on screen
+        # within moments, so a few seconds after it, none means none
+        old = workbench.the_server(empty_code_server).pid
         run_command(page, "Reverie: Restart Server")
-        time.sleep(2)
+        workbench.restarted_server(empty_code_server, old)
         expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=90_000)
-        time.sleep(4)
+        page.wait_for_timeout(4_000)
         centre = workbench.notification_centre(page)
         assert "two-minute tour" not in centre.inner_text(), centre.inner_text()
-        run_command(page, "Developer: Reload Window")
+        # a new window (the page loads again, with a new extension host and server)
+        old = workbench.the_server(empty_code_server).pid
+        with page.expect_event("load", timeout=60_000):
+            run_command(page, "Developer: Reload Window")
         page.wait_for_selector(".monaco-workbench", timeout=60_000)
+        workbench.restarted_server(empty_code_server, old, timeout=90)
         expect(page.locator(".statusbar-item .codicon-sparkle")).to_be_visible(timeout=90_000)
-        time.sleep(4)
+        page.wait_for_timeout(4_000)
         centre = workbench.notification_centre(page)
         assert not re.search(r"two-minute tour", centre.inner_text()), centre.inner_text()

@@ -51,6 +51,7 @@ DOC_SHOTS = {
     "21b-provider-step-key",
     "21c-provider-ready",
     "08c-history-redo",
+    "08d-undo-hand-edits",
     "18-stale-fact-quick-fix",
     "18b-stale-memory-view",
     "18c-stale-fact-retired",
@@ -160,6 +161,21 @@ def the_server(code_server: Any, timeout: float = 60) -> Any:
         time.sleep(0.5)
 
 
+def restarted_server(code_server: Any, old_pid: int, timeout: float = 60) -> Any:
+    """The Reverie server of this code-server that is not ``old_pid``, once there is one (after
+    a restart, or a reload that started a new extension host; the old one may still be going
+    away)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        servers = server_processes(code_server)
+        new = [s for s in servers if s.pid != old_pid]
+        if len(new) == 1 or time.monotonic() > deadline:
+            assert len(new) == 1, f"no new server (was {old_pid}): {servers}" + failure_context(
+                code_server)
+            return new[0]
+        time.sleep(0.5)
+
+
 def code_actions(page: Any, wanted: Any, attempts: int = 4) -> None:
     """Ctrl+. until ``wanted`` (a locator in the action widget) shows: the first request right
     after the editor moved can come back empty ("No code actions available")."""
@@ -175,3 +191,28 @@ def code_actions(page: Any, wanted: Any, attempts: int = 4) -> None:
                 raise
             page.keyboard.press("Escape")
             page.wait_for_timeout(1_000)
+
+
+def hover_text(page: Any, target: Any, has_text: str, wanted: Any, attempts: int = 4) -> Any:
+    """Points at ``target`` until its hover (the one that has ``has_text``) contains ``wanted``
+    (a string or a pattern); returns that hover.
+
+    Pointed at again (after moving off) when the hover does not come or goes: a view refreshed
+    under the pointer (new session notes, a job's end) draws its rows again and drops their
+    hover, and a pointer that stays put brings no new one. The failure names every hover seen.
+    """
+    from playwright.sync_api import expect
+
+    hovers = page.locator(".monaco-hover, .workbench-hover")
+    hover = hovers.filter(has_text=has_text)
+    seen: list[str] = []
+    for attempt in range(1, attempts + 1):
+        page.mouse.move(0, 0)  # off the target: the next hover() is a new mouse-over
+        target.hover()
+        try:
+            expect(hover.first).to_contain_text(
+                wanted, timeout=5_000 if attempt < attempts else 15_000)
+            return hover.first
+        except AssertionError:
+            seen.append(" | ".join(hovers.all_inner_texts()) or "(no hover)")
+    raise AssertionError(f"no hover with {has_text!r} said {wanted!r}; hovers seen: {seen}")
