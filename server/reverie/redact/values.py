@@ -8,6 +8,7 @@ placeholder) or, where the name is code, when the value is code too (``getpass()
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -59,6 +60,7 @@ _CONSTANT = re.compile(r"[A-Z]{1,7}|[A-Z][A-Z0-9]{0,11}(?:_[A-Z0-9]{1,12}){1,5}"
 _WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_][A-Za-z][a-z]*)*")
 
 
+@functools.lru_cache(maxsize=2048)
 def is_reference(value: str) -> bool:
     """A variable, template or placeholder standing for the value, not the value itself."""
     low = value.lower()
@@ -72,6 +74,7 @@ def is_reference(value: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=2048)
 def is_code(value: str) -> bool:
     """A value that is code (where the name is code): ``getpass.getpass()``, ``os.environ[...]``,
     ``api_key``, ``str``, ``await``. Values with digits inside words, symbols or random-looking
@@ -239,8 +242,11 @@ def _quoted_secret(value: str, ctx: Context) -> bool:
     return not (_WORD.fullmatch(value) and len(value) <= 32)  # ``apiKey: 'proxy-handled'``
 
 
+_QUOTE = re.compile(r"\\{0,3}[\"'`]")
+
+
 def quote_at(text: str, at: int) -> str:
-    found = re.match(r"\\{0,3}[\"'`]", text[at:at + 4])
+    found = _QUOTE.match(text, at, at + 4)
     return found.group(0) if found else ""
 
 
@@ -314,12 +320,15 @@ def _bare_end(text: str, at: int, ctx: Context) -> int:
         stops += "<"
     if ctx.natural:
         stops += _NATURAL_STOPS
-    i = at
+    escapes = ctx.json or ctx.quote.startswith("\\")
+    # the plain characters in one C call, then the loop from the first stop or backslash
+    run = _bare_run(stops, escapes).match(text, at, limit)
+    i = run.end() if run else at
     while i < limit:
         c = text[i]
         if c.isspace() or c in stops:
             break
-        if c == "\\" and (ctx.json or ctx.quote.startswith("\\")):
+        if c == "\\" and escapes:
             # raw JSON: the decoded value ends where the decoded text has whitespace (``\\n``,
             # ``\\t``) or its string ends; an escaped quote or backslash belongs to the value,
             # unless that quote is what encloses ``NAME=value``
@@ -330,6 +339,13 @@ def _bare_end(text: str, at: int, ctx: Context) -> int:
             continue
         i += 1
     return i
+
+
+@functools.lru_cache(maxsize=64)
+def _bare_run(stops: str, escapes: bool) -> re.Pattern[str]:
+    """A run of characters ``_bare_end`` passes one by one: not whitespace, not a stop, and not
+    a backslash when backslashes escape."""
+    return re.compile("[^\\s" + re.escape(stops) + ("\\\\" if escapes else "") + "]*")
 
 
 #: the characters of a token wrapped over several lines
