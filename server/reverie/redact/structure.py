@@ -33,6 +33,7 @@ from reverie.redact.values import (
     MARKER_PREFIX,
     Context,
     Span,
+    constant_name,
     continues,
     in_raw_json,
     is_code,
@@ -42,8 +43,8 @@ from reverie.redact.values import (
     wrapped_end,
 )
 
-__all__ = ["KINDS", "MARKER_PREFIX", "Span", "continues", "credential_kind", "find", "is_code",
-           "is_reference", "wrapped_end"]
+__all__ = ["KINDS", "MARKER_PREFIX", "Span", "constant_name", "continues", "credential_kind",
+           "find", "is_code", "is_reference", "wrapped_end"]
 
 #: the kinds this layer reports besides ``env`` (an UPPER_CASE name: ``DB_PASSWORD=...``)
 KINDS = ("access_key", "api_key", "auth", "credential", "password", "private_key", "secret",

@@ -12,7 +12,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["MARKER_PREFIX", "Span", "continues", "is_code", "is_reference", "wrapped_end"]
+__all__ = ["MARKER_PREFIX", "Span", "constant_name", "continues", "is_code", "is_reference",
+           "wrapped_end"]
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -28,7 +29,7 @@ class Span:
 #: case inside a word, which is what a random value inside brackets looks like)
 _WORDS = r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[ _.-](?:[A-Z]?[a-z]+|[A-Z]+)){0,6}"
 _PLACEHOLDER = re.compile(
-    r"[A-Z]+(?:_[A-Z]+)+|.*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)"
+    r".*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)"
     rf"|<{_WORDS}>|\[{_WORDS}\]|your[-_][\w-]+|YOUR[-_][\w-]+"
 )
 _REFERENCE = re.compile(
@@ -57,6 +58,36 @@ _CALL = re.compile(
     r"(?P<args>(?:[(\[<][\w\"'.,= :/()\[\]<>-]*[)\]>]|\??\.[A-Za-z_$][\w$]*)+)[;,]?"
 )
 _CONSTANT = re.compile(r"[A-Z]{1,7}|[A-Z][A-Z0-9]{0,11}(?:_[A-Z0-9]{1,12}){1,5}")
+_SNAKE = re.compile(r"[A-Z]+(?:_[A-Z]+)+")
+_VOWELS = frozenset("AEIOUY")
+#: a character three times in a row (``XXX`` is a placeholder's, so it is allowed)
+_TRIPLE = re.compile(r"([A-WYZ0-9])\1\1")
+
+
+def _constant_like(name: str) -> bool:
+    """Whether an UPPER_SNAKE value reads as a constant's name (``DB_PASSWORD_ENV``,
+    ``YOUR_API_KEY``, ``HTTPS_PROXY``), made of word-like segments, and not as a random
+    password of capitals and underscores (``AAAAAAAAAAAAAA_A``): no character three times in
+    a row, no segment twice, no segment of one letter repeated (``AA``), at most one segment of
+    one letter (``X_API_KEY``), and a segment of six letters or more holds a vowel."""
+    if _TRIPLE.search(name):
+        return False
+    segments = name.split("_")
+    if len(set(segments)) != len(segments) or sum(len(seg) == 1 for seg in segments) > 1:
+        return False
+    for segment in segments:
+        letters = [c for c in segment if c.isalpha()]
+        if len(segment) > 1 and len(set(segment)) == 1 and segment[0] != "X":
+            return False
+        if len(letters) >= 6 and not _VOWELS.intersection(letters):
+            return False
+    return True
+
+
+def constant_name(value: str) -> bool:
+    """An UPPER_SNAKE name standing for a value (``password: DB_PASSWORD``, ``YOUR_API_KEY``),
+    not a value of capitals and underscores."""
+    return _SNAKE.fullmatch(value) is not None and _constant_like(value)
 _WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_][A-Za-z][a-z]*)*")
 
 
@@ -69,6 +100,7 @@ def is_reference(value: str) -> bool:
         or value.startswith(MARKER_PREFIX)
         or _REFERENCE.fullmatch(value) is not None
         or _PLACEHOLDER.fullmatch(value) is not None
+        or constant_name(value)
         or _VERSION.fullmatch(value) is not None
         or (value.isdigit() and len(value) <= 6)
     )
@@ -88,8 +120,8 @@ def is_code(value: str) -> bool:
     if (_IDENT.fullmatch(core) and not core.isupper() and _cased_like_code(core)) or (
             _CHAIN.fullmatch(core) and all(map(_cased_like_code, re.split(r"\.|::|->", core)))):
         return True
-    if _CONSTANT.fullmatch(core):  # ``password: DB_PASSWORD``
-        return True
+    if _CONSTANT.fullmatch(core) and ("_" not in core or _constant_like(core)):
+        return True  # ``password: DB_PASSWORD``
     called = _CALL.fullmatch(value.rstrip(",;"))
     if called:
         callee = re.split(r"[(\[<]", core, maxsplit=1)[0]
