@@ -180,9 +180,8 @@ def _lead_regions(low: str) -> list[tuple[int, int]]:
             continue
         for found in gate.finditer(low):
             at = found.start()
-            if found.group("pad") is None and (
-                    (at and low[at - 1] in _GLUED_LEAD)
-                    or not any(word in found.group("name") for word in _GATES)):
+            if found.group("pad") is None and not any(
+                    word in found.group("name") for word in _GATES):
                 continue
             line_end = low.find("\n", at)
             line_end = len(low) if line_end < 0 else low.find("\n", line_end + 1)
@@ -387,14 +386,15 @@ _GATES = {
     word: re.compile(re.escape(word) + _AFTER_NAME)
     for word in ASCII_KEYWORDS if " " not in word
 }
-#: ``name: `` / ``"key": "`` / ``variable=`` before a name (its first characters), or before
-#: 22 blanks and separators (the lead may then start its window: ``^`` in ``_NAMED_LEAD``); one
-#: pattern per lead word, each starting with its literal (an alternation is ~100x slower)
+#: ``name: `` / ``"key": "`` / ``variable=`` before a name (its first characters), the lead word
+#: not glued to a word before it, or before 22 blanks and separators (the lead may then start
+#: its window: ``^`` in ``_NAMED_LEAD``); one pattern per lead word, each starting with its
+#: literal (an alternation is ~100x slower)
 _LEAD_GATES = tuple(
     (lead, re.compile(
-        re.escape(lead) + r"(?=(?:\\{0,3}[\"'])?(?:(?P<pad>[ \t:=]{22})|[ \t]*[:=][ \t]*"
+        re.escape(lead) + r"(?:(?=(?:\\{0,3}[\"'])?(?P<pad>[ \t:=]{22}))"
+        rf"|(?<![a-z0-9_]{lead})(?=(?:\\{{0,3}}[\"'])?[ \t]*[:=][ \t]*"
         r"(?:\\{0,3}[\"'])?\n?\$?(?P<name>[a-z0-9_.\-]{1,80})))"))
     for lead in ("name", "key", "variable")
 )
-_GLUED_LEAD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
 _KEYWORDS = _KeywordSet()
