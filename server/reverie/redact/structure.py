@@ -131,7 +131,8 @@ def _keywords(low: str, words: list[str], begin: int = 0, end: int | None = None
             start = low.find(word, start + len(word), end)
 
 
-def _occurrences(low: str, words: list[str]) -> tuple[list[tuple[str, int]], bool]:
+def _occurrences(low: str, words: list[str], *, ascii: bool = False
+                 ) -> tuple[list[tuple[str, int]], bool]:
     """Where the keywords stand, in order: every occurrence, or only those a value can follow.
 
     Code is full of ``token`` and ``key`` (``max_tokens``, ``token_budget)``, ``key\n``), and
@@ -151,7 +152,9 @@ def _occurrences(low: str, words: list[str]) -> tuple[list[tuple[str, int]], boo
         return sorted(_keywords(low, words), key=lambda item: item[1]), True
     regions = _lead_regions(low)
     found = [(word, hit.start()) for word in words if word in _GATES
-             for hit in _GATES[word].finditer(low)]
+             for hit in _GATES[word].finditer(low)
+             if hit.group("blank") is None or not ascii
+             or _blank_value_may_follow(low, hit.start())]
     if not regions:
         found.sort(key=lambda item: item[1])
         return found, False
@@ -167,6 +170,23 @@ def _occurrences(low: str, words: list[str]) -> tuple[list[tuple[str, int]], boo
     order = {word: index for index, word in enumerate(words)}
     found.sort(key=lambda item: (item[1], order[item[0]]))
     return found, True
+
+
+def _blank_value_may_follow(low: str, at: int) -> bool:
+    """Whether a value after blanks only (``NAME value``) may count for the name holding ``at``
+    (``_at_name``: the name is a flag, or follows ``setx`` / ``env`` / ``login <user>``; a
+    password's quoted value is let through by the gate itself). Looks at the lower-cased text
+    of an ASCII text, where a name's characters are the same as in the text."""
+    found = _NAME_TO_AT.search(low, max(0, at - 64), at)
+    start = found.start() if found else at
+    return (low.startswith("-", start) or "setx" in low[max(0, start - 8):start + 1]
+            or "env" in low[max(0, start - 8):start + 1]
+            or "login" in low[max(0, start - 202):start + 1])
+
+
+#: a name's characters up to the keyword (searched from 64 characters before it, as ``_names``
+#: goes back at most 64)
+_NAME_TO_AT = re.compile(r"[a-z0-9_.\-]*\Z")
 
 
 def _lead_regions(low: str) -> list[tuple[int, int]]:
@@ -199,7 +219,7 @@ def _lead_regions(low: str) -> list[tuple[int, int]]:
 def _names(text: str, low: str, words: list[str]) -> list[Span]:
     spans: list[Span] = []
     done = -1  # a name already handled (``password`` holds ``pass`` and ``sword``...)
-    found, leads = _occurrences(low, words)
+    found, leads = _occurrences(low, words, ascii=text.isascii())
     for word, at in found:
         if at < done:
             continue
@@ -379,7 +399,7 @@ def _named_value(text: str, ctx: Context, end: int) -> Span | None:
 #: name is looked at for 64 characters at most, so each keyword costs a bounded scan.
 _AFTER_NAME = (r"(?=[a-z0-9_.\-\x80-\U0010ffff]{0,64}+(?:(?<![.\-])"
                r"(?:\\{0,3}[\"'`]\]?,|(?:\\{0,3}[\"'`])?\]?"
-               r"(?:[ \t]*+(?:[=:：>]|\?:)[ \t]*+[^ \t\r\n]|[ \t]++[^\s]))"
+               r"(?:[ \t]*+(?:[=:：>]|\?:)[ \t]*+[^ \t\r\n]|[ \t]++[\"']|(?P<blank>[ \t]++[^\s])))"
                # a name longer than that is taken (a run of 1 MB is not scanned per keyword)
                r"|[a-z0-9_.\-\x80-\U0010ffff]))")
 _GATES = {
