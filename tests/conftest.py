@@ -6,8 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from support.paths import TRANSCRIPTS
+
+# ``pytest --hypothesis-profile=deep``: the property tests that take the profile's example
+# count when it is larger (``max(n, settings.default.max_examples)``) run 20,000 examples
+settings.register_profile("deep", max_examples=20_000, deadline=None)
 
 
 @pytest.fixture(autouse=True)

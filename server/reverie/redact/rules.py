@@ -161,7 +161,13 @@ def _build(entries: tuple[Rule | _Token, ...]) -> tuple[Rule, ...]:
 
 
 # Placeholders, not secrets: ``Bearer REDACTED_TOKEN``, ``YOUR_KEY_HERE``, ``****``.
-_PLACEHOLDER = re.compile(r"[A-Z]+(?:_[A-Z]+)+|.*REDACTED.*|\*+|x{3,}|X{3,}|\.{3,}|<[^>]*>")
+_PLACEHOLDER_SHAPE = re.compile(r".*REDACTED.*|\*+|x{3,}|X{3,}|\.{3,}|<[^>]*>")
+
+
+def _placeholder(secret: str) -> bool:
+    """``YOUR_TOKEN``, ``****``, ``<password>``; an UPPER_SNAKE value only when it reads as a
+    name (``structure.constant_name``: ``AAAAAAAAAAAAAA_A`` is a password)."""
+    return _PLACEHOLDER_SHAPE.fullmatch(secret) is not None or structure.constant_name(secret)
 #: a quote closing a name (``"Authorization": ``), JSON-escaped once or twice in raw JSONL text
 _NAME_QUOTE = r"(?:\\{0,3}[\"'])?"
 #: the pattern of a finder rule (never used)
@@ -175,7 +181,7 @@ def _url_password(match: re.Match[str]) -> str | None:
     secret = match.group("secret")
     if MARKER_PREFIX in match.group("prefix"):
         return None
-    if secret.startswith(MARKER_PREFIX) or secret.startswith("$") or _PLACEHOLDER.fullmatch(secret):
+    if secret.startswith(MARKER_PREFIX) or secret.startswith("$") or _placeholder(secret):
         return None
     return match.group("prefix") + redaction_marker("url_password") + "@"
 
@@ -185,7 +191,7 @@ def _command_password(kind: str) -> Replace:
 
     def replace(match: re.Match[str]) -> str | None:
         secret = match.group("secret")
-        if secret.startswith(("$", MARKER_PREFIX)) or _PLACEHOLDER.fullmatch(secret):
+        if secret.startswith(("$", MARKER_PREFIX)) or _placeholder(secret):
             return None
         user = match.groupdict().get("user") or ""
         if user.isdigit() and secret.isdigit():  # -u 1000:1000 is a uid:gid
@@ -199,7 +205,7 @@ def _command_password(kind: str) -> Replace:
 def _authorization(match: re.Match[str]) -> str | None:
     """With a scheme (``Basic abc...``) any literal counts; without one, only token-shaped text."""
     secret = match.group("secret")
-    if _PLACEHOLDER.fullmatch(secret) or secret.startswith(MARKER_PREFIX):
+    if _placeholder(secret) or secret.startswith(MARKER_PREFIX):
         return None
     if not match.group("scheme") and (len(secret) < 16 or not any(c.isdigit() for c in secret)):
         return None

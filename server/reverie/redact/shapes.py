@@ -78,8 +78,11 @@ _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 def _pgpass(text: str, low: str) -> list[Span]:
     """``host:port:database:user:password`` lines (``~/.pgpass``), also inside raw JSON."""
     spans: list[Span] = []
+    first = _PGPASS_GATE.search(text)  # most texts have none: no iterator for them
+    if first is None:
+        return spans
     done = -1
-    for gate in _PGPASS_GATE.finditer(text):
+    for gate in _PGPASS_GATE.finditer(text, first.start()):
         if gate.start() < done:
             continue
         host = gate.start()

@@ -21,6 +21,7 @@ structures without a name keyword before the value (``redis-cli -a``, ``.pgpass`
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import re
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from reverie.redact.values import (
     MARKER_PREFIX,
     Context,
     Span,
+    constant_name,
     continues,
     in_raw_json,
     is_code,
@@ -41,8 +43,8 @@ from reverie.redact.values import (
     wrapped_end,
 )
 
-__all__ = ["KINDS", "MARKER_PREFIX", "Span", "continues", "credential_kind", "find", "is_code",
-           "is_reference", "wrapped_end"]
+__all__ = ["KINDS", "MARKER_PREFIX", "Span", "constant_name", "continues", "credential_kind",
+           "find", "is_code", "is_reference", "wrapped_end"]
 
 #: the kinds this layer reports besides ``env`` (an UPPER_CASE name: ``DB_PASSWORD=...``)
 KINDS = ("access_key", "api_key", "auth", "credential", "password", "private_key", "secret",
@@ -118,20 +120,107 @@ class _KeywordSet:
         return words
 
 
-def _keywords(low: str, words: list[str]) -> Iterator[tuple[str, int]]:
+def _keywords(low: str, words: list[str], begin: int = 0, end: int | None = None
+              ) -> Iterator[tuple[str, int]]:
     for word in words:
         if word in TOOL_WORDS and word not in ASCII_KEYWORDS:
             continue
-        start = low.find(word)
+        start = low.find(word, begin, end)
         while start >= 0:
             yield word, start
-            start = low.find(word, start + len(word))
+            start = low.find(word, start + len(word), end)
+
+
+def _occurrences(low: str, words: list[str], *, ascii: bool = False
+                 ) -> tuple[list[tuple[str, int]], bool]:
+    """Where the keywords stand, in order: every occurrence, or only those a value can follow.
+
+    Code is full of ``token`` and ``key`` (``max_tokens``, ``token_budget)``, ``key\n``), and
+    judging each occurrence in Python cost most of the redaction time. Each keyword's gate
+    (``_GATES``) is one regex over the lower-cased text that keeps an occurrence only when
+    what follows its name can be a separator and a value (a necessary condition of
+    ``_at_name``): the others are dropped in C. All occurrences inside one name end where it
+    ends, so a dropped one never decides for a kept one (``done`` in ``_names``).
+
+    The ``- name: X`` / ``value: v`` structure is judged by what stands *before* the name: on
+    the line of such a lead and the next one (a name never spans lines), every occurrence is
+    taken. So is every occurrence of a text holding a keyword the gates do not know (with a
+    space, not ASCII). The flag says whether a lead may stand anywhere (else ``_at_name`` need
+    not look for one)."""
+    if any(word not in _GATES and (word not in TOOL_WORDS or word in ASCII_KEYWORDS)
+           for word in words):
+        return sorted(_keywords(low, words), key=lambda item: item[1]), True
+    regions = _lead_regions(low)
+    found = [(word, hit.start()) for word in words if word in _GATES
+             for hit in _GATES[word].finditer(low)
+             if hit.group("blank") is None or not ascii
+             or _blank_value_may_follow(low, hit.start())]
+    if not regions:
+        found.sort(key=lambda item: item[1])
+        return found, False
+    starts = [start for start, _ in regions]
+
+    def inside(at: int) -> bool:
+        index = bisect.bisect_right(starts, at) - 1
+        return index >= 0 and at < regions[index][1]
+
+    found = [item for item in found if not inside(item[1])]
+    for start, end in regions:
+        found += _keywords(low, words, start, end)
+    order = {word: index for index, word in enumerate(words)}
+    found.sort(key=lambda item: (item[1], order[item[0]]))
+    return found, True
+
+
+def _blank_value_may_follow(low: str, at: int) -> bool:
+    """Whether a value after blanks only (``NAME value``) may count for the name holding ``at``
+    (``_at_name``: the name is a flag, or follows ``setx`` / ``env`` / ``login <user>``; a
+    password's quoted value is let through by the gate itself). Looks at the lower-cased text
+    of an ASCII text, where a name's characters are the same as in the text."""
+    found = _NAME_TO_AT.search(low, max(0, at - 64), at)
+    start = found.start() if found else at
+    return (low.startswith("-", start) or "setx" in low[max(0, start - 8):start + 1]
+            or "env" in low[max(0, start - 8):start + 1]
+            or "login" in low[max(0, start - 202):start + 1])
+
+
+#: a name's characters up to the keyword (searched from 64 characters before it, as ``_names``
+#: goes back at most 64)
+_NAME_TO_AT = re.compile(r"[a-z0-9_.\-]*\Z")
+
+
+def _lead_regions(low: str) -> list[tuple[int, int]]:
+    """The lines where a name may follow a ``name: `` / ``"key": "`` / ``variable=`` lead
+    (``_NAMED_LEAD``: the lead word not glued to a word before it, or padded with blanks to the
+    edge of the 40 characters ``_at_name`` looks at): the lead's line and the next, sorted and
+    merged."""
+    regions: list[tuple[int, int]] = []
+    for lead, gate in _LEAD_GATES:
+        if lead not in low:
+            continue
+        for found in gate.finditer(low):
+            at = found.start()
+            if found.group("pad") is None and not any(
+                    word in found.group("name") for word in _GATES):
+                continue
+            line_end = low.find("\n", at)
+            line_end = len(low) if line_end < 0 else low.find("\n", line_end + 1)
+            regions.append((low.rfind("\n", 0, at) + 1, len(low) if line_end < 0 else line_end))
+    regions.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in regions:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _names(text: str, low: str, words: list[str]) -> list[Span]:
     spans: list[Span] = []
     done = -1  # a name already handled (``password`` holds ``pass`` and ``sword``...)
-    for word, at in sorted(_keywords(low, words), key=lambda item: item[1]):
+    found, leads = _occurrences(low, words, ascii=text.isascii())
+    for word, at in found:
         if at < done:
             continue
         if word[0].isascii() and " " not in word:
@@ -171,7 +260,7 @@ def _names(text: str, low: str, words: list[str]) -> list[Span]:
         if name.isascii() and name.lower().strip("$") not in _NATURAL_ASCII and credential_kind(
                 name, url=start > 0 and text[start - 1] in "?&") is None:
             continue
-        span = _at_name(text, low, start, end)
+        span = _at_name(text, low, start, end, leads=leads)
         if span is not None:
             spans.append(span)
             done = max(done, span.end)
@@ -192,7 +281,7 @@ _NAME_AFTER = re.compile(r"(?:[A-Za-z0-9_.\-]|[^\x00-\x7f])+")
 _NOT_AFTER_A_NAME = frozenset("(){}/|;+*!%^~@#&[") | frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
-def _at_name(text: str, low: str, start: int, end: int) -> Span | None:
+def _at_name(text: str, low: str, start: int, end: int, *, leads: bool = True) -> Span | None:
     name = text[start:end]
     natural = not name.isascii() or " " in name or name.lower().strip("$") in _NATURAL_ASCII
     before = text[start - 1] if start else "\n"
@@ -202,7 +291,7 @@ def _at_name(text: str, low: str, start: int, end: int) -> Span | None:
         return None
     upper = not natural and name.lstrip("$-").replace("_", "").replace("-", "").isupper()
     ctx = Context(kind, name, flag=name.startswith("-"), url=url, natural=natural, upper=upper)
-    window = low[max(0, start - 40):start]
+    window = low[max(0, start - 40):start] if leads else ""
     if ("name" in window or "key" in window or "variable" in window) and _NAMED_LEAD.search(
             window):
         return _named_value(text, ctx, end)
@@ -303,4 +392,29 @@ def _named_value(text: str, ctx: Context, end: int) -> Span | None:
 
 
 
+#: after a name (its characters in the lower-cased text, not ending in ``.`` or ``-``): what
+#: ``_at_name`` needs there, whatever follows it: an optional closing quote and bracket, then
+#: a separator and the start of a value (``=``, ``:``, ``=>``, ``:=``, ``?:``, ``>``), a quoted
+#: name's ``,`` (``setdefault("X", "v")``), or blanks and a value (a flag's, ``.netrc``'s). The
+#: name is looked at for 64 characters at most, so each keyword costs a bounded scan.
+_AFTER_NAME = (r"(?=[a-z0-9_.\-\x80-\U0010ffff]{0,64}+(?:(?<![.\-])"
+               r"(?:\\{0,3}[\"'`]\]?,|(?:\\{0,3}[\"'`])?\]?"
+               r"(?:[ \t]*+(?:[=:：>]|\?:)[ \t]*+[^ \t\r\n]|[ \t]++[\"']|(?P<blank>[ \t]++[^\s])))"
+               # a name longer than that is taken (a run of 1 MB is not scanned per keyword)
+               r"|[a-z0-9_.\-\x80-\U0010ffff]))")
+_GATES = {
+    word: re.compile(re.escape(word) + _AFTER_NAME)
+    for word in ASCII_KEYWORDS if " " not in word
+}
+#: ``name: `` / ``"key": "`` / ``variable=`` before a name (its first characters), the lead word
+#: not glued to a word before it, or before 22 blanks and separators (the lead may then start
+#: its window: ``^`` in ``_NAMED_LEAD``); one pattern per lead word, each starting with its
+#: literal (an alternation is ~100x slower)
+_LEAD_GATES = tuple(
+    (lead, re.compile(
+        re.escape(lead) + r"(?:(?=(?:\\{0,3}[\"'])?(?P<pad>[ \t:=]{22}))"
+        rf"|(?<![a-z0-9_]{lead})(?=(?:\\{{0,3}}[\"'])?[ \t]*[:=][ \t]*"
+        r"(?:\\{0,3}[\"'])?\n?\$?(?P<name>[a-z0-9_.\-]{1,80})))"))
+    for lead in ("name", "key", "variable")
+)
 _KEYWORDS = _KeywordSet()

@@ -8,10 +8,12 @@ placeholder) or, where the name is code, when the value is code too (``getpass()
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["MARKER_PREFIX", "Span", "continues", "is_code", "is_reference", "wrapped_end"]
+__all__ = ["MARKER_PREFIX", "Span", "constant_name", "continues", "is_code", "is_reference",
+           "wrapped_end"]
 
 MARKER_PREFIX = "[REDACTED:"
 
@@ -27,7 +29,7 @@ class Span:
 #: case inside a word, which is what a random value inside brackets looks like)
 _WORDS = r"(?:[A-Z]?[a-z]+|[A-Z]+)(?:[ _.-](?:[A-Z]?[a-z]+|[A-Z]+)){0,6}"
 _PLACEHOLDER = re.compile(
-    r"[A-Z]+(?:_[A-Z]+)+|.*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)"
+    r".*REDACTED.*|\*+|x{3,}|X{3,}|.{0,12}(?:\.{3,}|…)"
     rf"|<{_WORDS}>|\[{_WORDS}\]|your[-_][\w-]+|YOUR[-_][\w-]+"
 )
 _REFERENCE = re.compile(
@@ -56,9 +58,40 @@ _CALL = re.compile(
     r"(?P<args>(?:[(\[<][\w\"'.,= :/()\[\]<>-]*[)\]>]|\??\.[A-Za-z_$][\w$]*)+)[;,]?"
 )
 _CONSTANT = re.compile(r"[A-Z]{1,7}|[A-Z][A-Z0-9]{0,11}(?:_[A-Z0-9]{1,12}){1,5}")
+_SNAKE = re.compile(r"[A-Z]+(?:_[A-Z]+)+")
+_VOWELS = frozenset("AEIOUY")
+#: a character three times in a row (``XXX`` is a placeholder's, so it is allowed)
+_TRIPLE = re.compile(r"([A-WYZ0-9])\1\1")
+
+
+def _constant_like(name: str) -> bool:
+    """Whether an UPPER_SNAKE value reads as a constant's name (``DB_PASSWORD_ENV``,
+    ``YOUR_API_KEY``, ``HTTPS_PROXY``), made of word-like segments, and not as a random
+    password of capitals and underscores (``AAAAAAAAAAAAAA_A``): no character three times in
+    a row, no segment twice, no segment of one letter repeated (``AA``), at most one segment of
+    one letter (``X_API_KEY``), and a segment of six letters or more holds a vowel."""
+    if _TRIPLE.search(name):
+        return False
+    segments = name.split("_")
+    if len(set(segments)) != len(segments) or sum(len(seg) == 1 for seg in segments) > 1:
+        return False
+    for segment in segments:
+        letters = [c for c in segment if c.isalpha()]
+        if len(segment) > 1 and len(set(segment)) == 1 and segment[0] != "X":
+            return False
+        if len(letters) >= 6 and not _VOWELS.intersection(letters):
+            return False
+    return True
+
+
+def constant_name(value: str) -> bool:
+    """An UPPER_SNAKE name standing for a value (``password: DB_PASSWORD``, ``YOUR_API_KEY``),
+    not a value of capitals and underscores."""
+    return _SNAKE.fullmatch(value) is not None and _constant_like(value)
 _WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_][A-Za-z][a-z]*)*")
 
 
+@functools.lru_cache(maxsize=2048)
 def is_reference(value: str) -> bool:
     """A variable, template or placeholder standing for the value, not the value itself."""
     low = value.lower()
@@ -67,11 +100,13 @@ def is_reference(value: str) -> bool:
         or value.startswith(MARKER_PREFIX)
         or _REFERENCE.fullmatch(value) is not None
         or _PLACEHOLDER.fullmatch(value) is not None
+        or constant_name(value)
         or _VERSION.fullmatch(value) is not None
         or (value.isdigit() and len(value) <= 6)
     )
 
 
+@functools.lru_cache(maxsize=2048)
 def is_code(value: str) -> bool:
     """A value that is code (where the name is code): ``getpass.getpass()``, ``os.environ[...]``,
     ``api_key``, ``str``, ``await``. Values with digits inside words, symbols or random-looking
@@ -85,8 +120,8 @@ def is_code(value: str) -> bool:
     if (_IDENT.fullmatch(core) and not core.isupper() and _cased_like_code(core)) or (
             _CHAIN.fullmatch(core) and all(map(_cased_like_code, re.split(r"\.|::|->", core)))):
         return True
-    if _CONSTANT.fullmatch(core):  # ``password: DB_PASSWORD``
-        return True
+    if _CONSTANT.fullmatch(core) and ("_" not in core or _constant_like(core)):
+        return True  # ``password: DB_PASSWORD``
     called = _CALL.fullmatch(value.rstrip(",;"))
     if called:
         callee = re.split(r"[(\[<]", core, maxsplit=1)[0]
@@ -239,8 +274,11 @@ def _quoted_secret(value: str, ctx: Context) -> bool:
     return not (_WORD.fullmatch(value) and len(value) <= 32)  # ``apiKey: 'proxy-handled'``
 
 
+_QUOTE = re.compile(r"\\{0,3}[\"'`]")
+
+
 def quote_at(text: str, at: int) -> str:
-    found = re.match(r"\\{0,3}[\"'`]", text[at:at + 4])
+    found = _QUOTE.match(text, at, at + 4)
     return found.group(0) if found else ""
 
 
@@ -314,12 +352,15 @@ def _bare_end(text: str, at: int, ctx: Context) -> int:
         stops += "<"
     if ctx.natural:
         stops += _NATURAL_STOPS
-    i = at
+    escapes = ctx.json or ctx.quote.startswith("\\")
+    # the plain characters in one C call, then the loop from the first stop or backslash
+    run = _bare_run(stops, escapes).match(text, at, limit)
+    i = run.end() if run else at
     while i < limit:
         c = text[i]
         if c.isspace() or c in stops:
             break
-        if c == "\\" and (ctx.json or ctx.quote.startswith("\\")):
+        if c == "\\" and escapes:
             # raw JSON: the decoded value ends where the decoded text has whitespace (``\\n``,
             # ``\\t``) or its string ends; an escaped quote or backslash belongs to the value,
             # unless that quote is what encloses ``NAME=value``
@@ -330,6 +371,13 @@ def _bare_end(text: str, at: int, ctx: Context) -> int:
             continue
         i += 1
     return i
+
+
+@functools.lru_cache(maxsize=64)
+def _bare_run(stops: str, escapes: bool) -> re.Pattern[str]:
+    """A run of characters ``_bare_end`` passes one by one: not whitespace, not a stop, and not
+    a backslash when backslashes escape."""
+    return re.compile("[^\\s" + re.escape(stops) + ("\\\\" if escapes else "") + "]*")
 
 
 #: the characters of a token wrapped over several lines

@@ -16,7 +16,7 @@ import string
 import urllib.parse
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reverie.redact import redact, redact_value
@@ -153,9 +153,12 @@ def test_code_and_references_are_kept(text: str) -> None:
 # --- property tests: random printable passwords in every covered form --------------------------
 
 
-@settings(max_examples=300, deadline=None)
+#: ``--hypothesis-profile=deep`` (tests/conftest.py) raises it
+@settings(max_examples=max(300, settings.default.max_examples), deadline=None)
 @given(st.sampled_from(sorted(FORMS)), st.text(PRINTABLE, min_size=16, max_size=16),
        st.integers(min_value=0, max_value=2**32))
+@example("env", "AAAAAAAAAAAAAA_A", 0)  # found by this test: kept as a constant's name
+@example("url", "AAAAAAAAAAAAAA_A", 0)
 def test_random_passwords_in_every_form_leave_nothing(form: str, password: str, seed: int) -> None:
     if form in CODE_FORMS:
         rng = random.Random(seed)
@@ -181,6 +184,47 @@ def test_random_passwords_in_a_jsonl_field_leave_nothing(
     cleaned, _ = redact(raw)
     escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
     assert not leaked(escaped, raw, cleaned), (form, raw, cleaned)
+
+
+# --- UPPER_SNAKE values: a password of capitals and underscores, or a constant's name -----------
+
+#: found by hypothesis: capitals and underscores that read as no name (a letter three times
+#: in a row, one letter repeated, a segment twice, segments of one letter)
+SNAKE_PASSWORDS = ["AAAAAAAAAAAAAA_A", "A_BBBBBBBBBBBBBB", "AB_AB_AB_AB_AB_C", "QQ_WERTY_UIOPASD",
+                   "X_Y_ZEBRA_CASTLE", "BCDFGHJKLM_NPQRS"]
+
+
+@pytest.mark.parametrize("password", SNAKE_PASSWORDS)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_an_upper_snake_password_is_redacted(form: str, password: str) -> None:
+    text, secret = render(form, password)
+    cleaned, _ = redact(text)
+    assert not leaked(secret, text, cleaned), (form, text, cleaned)
+
+
+#: references to a constant, not values: the fixtures' own (a Codex session's ``.env`` advice,
+#: escaped as in its JSONL) and the usual shapes in code
+CONSTANT_REFERENCES = [
+    "Minimal variables:\\n\\n```env\\nBINANCE_API_KEY=YOUR_KEY\\nBINANCE_API_SECRET=YOUR_SECRET"
+    "\\nDATABASE_URL=postgresql://t",
+    "BINANCE_API_KEY=YOUR_KEY",
+    "PASSWORD = DB_PASSWORD_ENV",
+    "password: SECRET_NAME",
+    "  password: DB_PASSWORD",
+    "api_key = OPENAI_API_KEY",
+    "token: GITHUB_TOKEN",
+    "DB_PASSWORD=CHANGE_ME",
+    "export AWS_SECRET_ACCESS_KEY=YOUR_AWS_SECRET_ACCESS_KEY_HERE",
+    "proxy_password = HTTPS_PROXY_PASSWORD",
+    "client_secret: X_CLIENT_SECRET",
+    "curl -u admin:ADMIN_PASSWORD https://api.example.com",
+    "postgres://app:DB_PASSWORD@db.internal:5432/app",
+]
+
+
+@pytest.mark.parametrize("text", CONSTANT_REFERENCES, ids=range(len(CONSTANT_REFERENCES)))
+def test_a_constant_reference_is_kept(text: str) -> None:
+    assert redact(text) == (text, 0)
 
 
 WRAP_TEMPLATES = ["API_TOKEN={t}", "export GITHUB_TOKEN=ghp_{t}", "token: {t}",
