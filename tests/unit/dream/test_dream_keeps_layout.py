@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "eval"))
 from staleness_set import GitWorkspace
 
 from reverie.config import ProjectPaths, Settings
+from reverie.dream.models import DreamResult
 from reverie.dream.runner import DreamRequest, DreamRunner
 from reverie.memory.history import MemoryHistory
 from reverie.memory.store import read_topic
@@ -75,10 +76,10 @@ def _setup(reverie_env: dict[str, Path], tmp_path: Path) -> tuple[Path, Path]:
     return ws.root, memory
 
 
-async def _run(workspace: Path) -> list[str]:
+async def _run(workspace: Path) -> DreamResult:
     result = await DreamRunner(Settings()).run(DreamRequest(workspace=workspace, manual=True))
     assert result.error is None and result.ran, result
-    return result.files_touched
+    return result
 
 
 def _bytes(memory: Path) -> dict[str, bytes]:
@@ -106,8 +107,9 @@ async def test_a_second_dream_over_the_same_sessions_changes_no_byte(
         path.write_text(re.sub(r"(?m)^updated: .*$", "updated: '2026-11-01'", path.read_text()))
     before, runs = _bytes(memory), len(MemoryHistory(memory).runs())
     _sessions_read_again(reverie_env["agent_home"])
-    touched = await _run(workspace)
-    assert touched == []
+    again = await _run(workspace)
+    assert again.sessions_reviewed == 4  # the same sessions, read again
+    assert again.files_touched == []
     assert _bytes(memory) == before
     assert len(MemoryHistory(memory).runs()) == runs  # an empty change records no run
 
