@@ -210,9 +210,8 @@ def dream_rounds(workspace: Path, memory: Path, home: Path, rounds: int, warm: P
     interleaved; into ``cpu``, the process CPU time of each (the engine runs in a thread of
     this process, so it is counted; on a loaded machine CPU time says what wall time
     cannot), and under ``own: LABEL`` the CPU time of ``maintain_memory`` itself (its
-    thread's): with and without it the dream applies different changes (a retired fact, an
-    aging mark the engine dropped and the check puts back), so the difference of the two
-    dreams is not all validation."""
+    thread's): with and without it the dream applies different changes (a retired fact,
+    anchors recorded), so the difference of the two dreams is not all validation."""
     import reverie.dream.runner as runner_module
     from reverie.anchors.retire import MaintainResult, maintain_memory
     from reverie.config import ProjectPaths, Settings

@@ -41,7 +41,7 @@ from reverie.anchors.memory import (
 )
 from reverie.anchors.tree import WorkTree
 from reverie.curation.facts import Fact
-from reverie.curation.topics import index_entry, parse_fact, statement
+from reverie.curation.topics import AGING_MARK, index_entry, parse_fact, statement
 from reverie.fsutil import atomic_write_text
 from reverie.memory.store import INDEX_NAME, IndexEntry, TopicMeta, parse_index
 
@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 RETIRED_TITLE = "## Retired"
 VERIFIED_REFRESH_DAYS = 7
-_AGING = re.compile(r"^\s+\(aging: not confirmed since \d{4}-\d{2}-\d{2}\)\s*$")
+_AGING = AGING_MARK
 _RETIRED_NOTE = re.compile(r"^\s+\(retired on \d{4}-\d{2}-\d{2}: .*\)\s*$")
 
 

@@ -65,6 +65,9 @@ class Fact:
     exclusive: bool = False
     #: the lines a person wrote, kept byte for byte unless the fact is replaced
     raw: list[str] = field(default_factory=list)
+    #: lines under a fact another part of Reverie owns (the check's ``(aging: ...)`` mark),
+    #: carried through as they are: their owner adds and removes them
+    marks: list[str] = field(default_factory=list)
 
     @property
     def day(self) -> date:

@@ -47,6 +47,9 @@ _PROVENANCE = re.compile(
 )
 _FORMERLY = re.compile(r"^\s+(?:[-*+]\s+)?\(?formerly:\s*(?P<text>.*?)[,;]\s*replaced on "
                        r"(?P<day>\d{4}-\d{2}-\d{2})\)?\s*$")
+#: the mark the check (``reverie.anchors.retire``) puts under a fact nobody confirmed lately;
+#: it alone adds and removes it, so curation carries it through untouched
+AGING_MARK = re.compile(r"^\s+\(aging: not confirmed since \d{4}-\d{2}-\d{2}\)\s*$")
 _FIX = re.compile(r"^`(?P<check>[^`]+)` failed(?: with (?P<error>.+?))?(?:;|$)")
 _RENAME = re.compile(r"^`(?P<old>[^`]+)` (?:was )?renamed to `(?P<new>[^`]+)`")
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -230,6 +233,8 @@ def read_doc(name: str, meta: TopicMeta, body: str) -> TopicDoc:
             former = _FORMERLY.match(extra)
             if former:
                 fact.formerly, fact.replaced_on = former["text"], _day(former["day"])
+            elif AGING_MARK.match(extra):
+                fact.marks.append(extra)
         if fact.user:
             fact.raw = lines[start:number]
         doc.items.append(Item(start, number, fact))
@@ -259,7 +264,7 @@ def render_fact(fact: Fact) -> list[str]:
     if fact.formerly and fact.replaced_on:
         lines.append(f"  (formerly: {fact.formerly}; replaced on "
                      f"{fact.replaced_on.isoformat()})")
-    return lines
+    return [*lines, *fact.marks]
 
 
 def statement(fact: Fact) -> str:
@@ -286,9 +291,10 @@ def assemble(doc: TopicDoc | None, spec: TopicSpec | None, facts: list[Fact]) ->
     """The new body lines of one topic file holding ``facts``."""
     facts = _capped(facts)
     if doc is None or doc.only_ours:
+        # a file that exists keeps its own head: its title line, or none if it had none
         head = [line for line in (doc.lines if doc else []) if line.startswith("# ")][:1]
-        title = head or [f"# {spec.name if spec else (doc.meta.name if doc else 'Memory')}"]
-        body = [*title, ""]
+        title = head if doc else [f"# {spec.name if spec else 'Memory'}"]
+        body = [*title, ""] if title else []
         for fact in _order(facts):
             body.extend(render_fact(fact))
         return body
@@ -418,6 +424,19 @@ def script_program(command: str) -> str:
     return ""
 
 
+def _unchanged(doc: TopicDoc, facts: list[Fact]) -> bool:
+    """The facts a file holds are the ones it will hold, each written as it is: the file is
+    left as it is (its order and layout too), not assembled again."""
+    was = sorted("\n".join(doc.lines[item.start:item.end]) for item in doc.items)
+    return was == sorted("\n".join(render_fact(f)) for f in _capped(facts))
+
+
+def _heading(doc: TopicDoc) -> str | None:
+    """The file's own title (its first ``# `` line), for a file with no name of its own."""
+    line = next((line for line in doc.lines if line.startswith("# ")), "")
+    return line[2:].strip() or None
+
+
 def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
     """Merge ``new`` facts into the memory's topic ``docs``; the files that change."""
     book = FactBook()
@@ -447,9 +466,13 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
             result.removed.append(name)
             continue
         spec = area(name.removesuffix(".md")) if "/" not in name else None
-        body = "\n".join(assemble(current, spec, facts)).strip("\n")
         old_body = "\n".join(current.lines).strip("\n") if current else None
+        if old_body is not None and current is not None and _unchanged(current, facts):
+            body = old_body
+        else:
+            body = "\n".join(assemble(current, spec, facts)).strip("\n")
         title = (current.meta.name if current and current.meta.name else None) or (
+            _heading(current) if current else None) or (
             spec.name if spec else humanise(name.removesuffix(".md")))
         ours = [f for f in facts if not f.user] or facts
         entry = index_entry(title, name, ours)
@@ -458,7 +481,8 @@ def curate(docs: dict[str, TopicDoc], new: FactBook, today: date) -> Curated:
             continue
         meta = current.meta.model_copy(deep=True) if current else TopicMeta()
         meta.name = meta.name or title
-        if spec is not None or not meta.description:
+        if not meta.description or (spec is not None and (current is None or current.only_ours)):
+            # a description Reverie wrote follows the facts; a person's file keeps theirs
             meta.description = entry.hook or title
         meta.type = meta.type or (spec.type if spec else "project")
         meta.updated = today.isoformat()

@@ -76,6 +76,15 @@ def fill_front_matter(path: Path, *, today: date, sources: Sequence[str]) -> boo
     return True
 
 
+def _same_text(live: Path, staged: Path) -> bool:
+    """Both files exist and read, and their bodies (after the front matter) are the same."""
+    try:
+        before, after = read_topic(live), read_topic(staged)
+    except OSError:
+        return False
+    return not before.error and not after.error and before.body == after.body
+
+
 def _shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -108,14 +117,19 @@ def repair_memory(
     touched: Iterable[str] = (),
     sources: Sequence[str] = (),
     today: date | None = None,
+    live_dir: Path | None = None,
 ) -> RepairReport:
-    """Repair ``memory_dir`` in place (run on the staged copy, before applying)."""
+    """Repair ``memory_dir`` in place (run on the staged copy, before applying). ``live_dir``:
+    the memory the run started from; a topic whose text the run left as it was there (only its
+    front matter changed: the check's anchors and dates) is not credited to the run."""
     report = RepairReport()
     day = today or date.today()
     for name in touched:
         if "/" in name or not name.endswith(".md") or name == INDEX_NAME:
             continue
         path = memory_dir / name
+        if live_dir is not None and _same_text(live_dir / name, path):
+            continue
         if path.is_file() and fill_front_matter(path, today=day, sources=sources):
             report.note(f"filled front matter of {name}", name)
     topics = topic_names(memory_dir)

@@ -220,7 +220,7 @@ class MemoryWrite:
         if self.repair and not changes.empty:
             report = repair_memory(
                 staged.path, touched=changes.touched, sources=self.sessions,
-                today=self.today or datetime.now(UTC).date(),
+                today=self.today or datetime.now(UTC).date(), live_dir=self.memory_dir,
             )
         if self.source in PIN_GUARDED and not changes.empty:
             keep_pinned(self.memory_dir, staged.path)  # a person's pin outranks the run
