@@ -30,6 +30,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(ws: Path) -> None:
     assert done.stdout.startswith(f"--- {ws / 'AGENTS.md'}\n+++ {ws / 'AGENTS.md'}\n")
     assert "+<!-- reverie:begin codex" in done.stdout
     assert f"+++ {ws / '.codex' / 'hooks.json'}" in done.stdout
+    assert f"+++ {ws / '.codex' / 'config.toml'}" in done.stdout
     assert (ws / "AGENTS.md").read_text() == "# Rules\n"
     assert not (ws / ".codex").exists()
 
@@ -40,6 +41,9 @@ def test_connect_json_connections_and_disconnect(ws: Path) -> None:
     result = json.loads(done.stdout)
     assert result["agent"] == "codex" and result["mode"] == "copy" and result["changed"]
     assert {f["action"] for f in result["files"]} == {"update", "create"}
+    # the instruction file, the hooks and the MCP server's entry (Codex's project config.toml)
+    assert [(Path(f["path"]).relative_to(ws).as_posix(), f["role"]) for f in result["files"]] == [
+        ("AGENTS.md", "memory"), (".codex/hooks.json", "hooks"), (".codex/config.toml", "mcp")]
     again = json.loads(reverie("connect", "codex", "--scope", "project", "--json",
                                cwd=ws).stdout)
     assert not again["changed"]
@@ -47,7 +51,7 @@ def test_connect_json_connections_and_disconnect(ws: Path) -> None:
     listing = reverie("connections", "--workspace", str(ws), "--json")
     data = json.loads(listing.stdout)
     assert data["connections"][0]["agent"] == "codex"
-    assert [f["state"] for f in data["connections"][0]["files"]] == ["ok", "ok"]
+    assert [f["state"] for f in data["connections"][0]["files"]] == ["ok", "ok", "ok"]
     assert "codex (project, copy)" in reverie("connections", cwd=ws).stdout
 
     gone = reverie("disconnect", "codex", "--workspace", str(ws))
