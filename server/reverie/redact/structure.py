@@ -159,7 +159,7 @@ def _occurrences(text: str, low: str, words: list[str], *, ascii: bool = False
     regions = _lead_regions(low)
     found = [(word, hit.start()) for word in words if word in _GATES
              for hit in _GATES[word].finditer(low)
-             if not _rejected_name(text, hit.end(), word)
+             if ((tail := _TAIL_MATCH(text, hit.end())) is None or not _rejected(tail, word))
              and (hit.group("blank") is None or not ascii
                   or _blank_value_may_follow(low, hit.start()))]
     if not regions:
@@ -179,17 +179,14 @@ def _occurrences(text: str, low: str, words: list[str], *, ascii: bool = False
     return found, True
 
 
-def _rejected_name(text: str, after: int, word: str) -> bool:
-    """Whether ``_names`` would reject the occurrence of ``word`` ending at ``after`` whatever
-    follows its name: a lower-case letter glued after the keyword (``tokens``, ``keyboard``),
-    or a name ending in segments that describe a credential (``token_budget``,
-    ``password_min_length``, ``API_KEY_ENV``), which ``credential_kind`` rejects (every
-    credential segment before them has them among its trailing segments, and none of them is
-    a credential). Cased as ``credential_kind`` splits them (``budget``, ``Budget``,
-    ``BUDGET``), so each is one segment there."""
-    tail = _TAIL.match(text, after)
-    if tail is None:
-        return False
+def _rejected(tail: re.Match[str], word: str) -> bool:
+    """Whether ``_names`` would reject the occurrence of ``word`` that ``tail`` (``_TAIL``)
+    follows, whatever follows its name: a lower-case letter glued after the keyword
+    (``tokens``, ``keyboard``), or a name ending in segments that describe a credential
+    (``token_budget``, ``password_min_length``, ``API_KEY_ENV``), which ``credential_kind``
+    rejects (every credential segment before them has them among its trailing segments, and
+    none of them is a credential). Cased as ``credential_kind`` splits them (``budget``,
+    ``Budget``, ``BUDGET``), so each is one segment there."""
     if tail.group("glued"):
         return word not in _GLUED_BEFORE
     return all(part.lower() in METADATA for part in _SEGMENT_SPLIT.split(tail.group(0))[1:])
@@ -199,6 +196,7 @@ def _rejected_name(text: str, after: int, word: str) -> bool:
 #: one word in ``credential_kind``'s reading, up to where the name ends (not a name character)
 _TAIL = re.compile(r"(?P<glued>[a-z])|(?:[_.\-](?:[A-Z][a-z]{1,15}|[a-z]{1,16}|[A-Z]{1,16})){1,4}+"
                    r"(?![A-Za-z0-9_.\-]|[^\x00-\x7f])")
+_TAIL_MATCH = _TAIL.match
 _SEGMENT_SPLIT = re.compile(r"[_.\-]")
 
 
