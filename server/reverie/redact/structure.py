@@ -159,7 +159,9 @@ def _occurrences(text: str, low: str, words: list[str], *, ascii: bool = False
     regions = _lead_regions(low)
     found = [(word, hit.start()) for word in words if word in _GATES
              for hit in _GATES[word].finditer(low)
-             if ((tail := _TAIL_MATCH(text, hit.end())) is None or not _rejected(tail, word))
+             # (a name over 64 characters is taken as it is: ``_KEY_KEY...`` stays linear)
+             if (hit.group("long") is not None or (tail := _TAIL_MATCH(text, hit.end())) is None
+                 or not _rejected(tail, word))
              and (hit.group("blank") is None or not ascii
                   or _blank_value_may_follow(low, hit.start()))]
     if not regions:
@@ -437,7 +439,7 @@ _AFTER_NAME = (r"(?=[a-z0-9_.\-\x80-\U0010ffff]{0,64}+(?:(?<![.\-])"
                r"(?:\\{0,3}[\"'`]\]?,|(?:\\{0,3}[\"'`])?\]?"
                r"(?:[ \t]*+(?:[=:：>]|\?:)[ \t]*+[^ \t\r\n]|[ \t]++[\"']|(?P<blank>[ \t]++[^\s])))"
                # a name longer than that is taken (a run of 1 MB is not scanned per keyword)
-               r"|[a-z0-9_.\-\x80-\U0010ffff]))")
+               r"|(?P<long>[a-z0-9_.\-\x80-\U0010ffff])))")
 _GATES = {
     word: re.compile(re.escape(word) + _AFTER_NAME)
     for word in ASCII_KEYWORDS if " " not in word
