@@ -160,8 +160,8 @@ def _occurrences(text: str, low: str, words: list[str], *, ascii: bool = False
     found = [(word, hit.start()) for word in words if word in _GATES
              for hit in _GATES[word].finditer(low)
              # (a name over 64 characters is taken as it is: ``_KEY_KEY...`` stays linear)
-             if (hit.group("long") is not None or (tail := _TAIL_MATCH(text, hit.end())) is None
-                 or not _rejected(tail, word))
+             if (hit.group("check") is None or hit.group("long") is not None
+                 or (tail := _TAIL_MATCH(text, hit.end())) is None or not _rejected(tail, word))
              and (hit.group("blank") is None or not ascii
                   or _blank_value_may_follow(low, hit.start()))]
     if not regions:
@@ -441,7 +441,9 @@ _AFTER_NAME = (r"(?=[a-z0-9_.\-\x80-\U0010ffff]{0,64}+(?:(?<![.\-])"
                # a name longer than that is taken (a run of 1 MB is not scanned per keyword)
                r"|(?P<long>[a-z0-9_.\-\x80-\U0010ffff])))")
 _GATES = {
-    word: re.compile(re.escape(word) + _AFTER_NAME)
+    # ``check``: a letter, ``_``, ``.`` or ``-`` right after the keyword, where ``_TAIL`` may
+    # reject the name (the other hits skip that match: ``A_KEY=x`` a million times)
+    word: re.compile(re.escape(word) + r"(?:(?=(?P<check>)[a-z_.\-]))?" + _AFTER_NAME)
     for word in ASCII_KEYWORDS if " " not in word
 }
 #: ``name: `` / ``"key": "`` / ``variable=`` before a name (its first characters), the lead word
