@@ -388,4 +388,8 @@ def test_no_catastrophic_backtracking() -> None:
         started = time.process_time()
         redact(line)
         ratio = (time.process_time() - started) / base
-        assert ratio < 25, f"{name}: {ratio:.1f}x the time of normal text"
+        # catastrophic backtracking on 1 MB is hundreds of times or more; the worst line here
+        # (``A_KEY=x`` repeated: every occurrence reaches Python, and each of the four passes
+        # redacts one more value) is linear at ~1.5 s, which read as 15-24x of the fixture
+        # transcripts until the structure gates made those ~2x faster (33-35x since)
+        assert ratio < 50, f"{name}: {ratio:.1f}x the time of normal text"

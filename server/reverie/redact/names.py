@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["credential_kind"]
+__all__ = ["METADATA", "credential_kind"]
 
 #: literals whose presence (in the lower-cased text) makes the scanner look closer
 ASCII_KEYWORDS = (
@@ -48,7 +48,7 @@ _KEY_OWNERS = frozenset({
     "session", "cookie", "crypto", "aes", "root", "user", "x",
 })
 #: segments after the credential word that make the name describe it, not hold it
-_METADATA = frozenset({
+METADATA = frozenset({
     "file", "files", "path", "dir", "url", "uri", "host", "name", "names", "type", "types",
     "length", "len", "size", "count", "min", "max", "policy", "policies", "regex", "pattern",
     "hint", "label", "prompt", "placeholder", "field", "fields", "header", "param", "params",
@@ -87,7 +87,7 @@ def credential_kind(name: str, *, url: bool = False) -> str | None:
         if kind is None:
             continue
         trailing = segments[index + 1:]
-        if any(t in _METADATA for t in trailing) or len(trailing) > 3:
+        if any(t in METADATA for t in trailing) or len(trailing) > 3:
             return None
         if trailing and segment in ("pass", "pwd", "pw", "auth", "sig", "signature"):
             return None

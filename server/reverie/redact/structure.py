@@ -27,7 +27,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from reverie.redact.names import ASCII_KEYWORDS, NAME_CHARS, WORLD_KEYWORDS, credential_kind
+from reverie.redact.names import (
+    ASCII_KEYWORDS,
+    METADATA,
+    NAME_CHARS,
+    WORLD_KEYWORDS,
+    credential_kind,
+)
 from reverie.redact.shapes import FINDERS, TOOL_WORDS, short_flags, sql_values
 from reverie.redact.values import (
     MARKER_PREFIX,
@@ -131,7 +137,7 @@ def _keywords(low: str, words: list[str], begin: int = 0, end: int | None = None
             start = low.find(word, start + len(word), end)
 
 
-def _occurrences(low: str, words: list[str], *, ascii: bool = False
+def _occurrences(text: str, low: str, words: list[str], *, ascii: bool = False
                  ) -> tuple[list[tuple[str, int]], bool]:
     """Where the keywords stand, in order: every occurrence, or only those a value can follow.
 
@@ -153,8 +159,11 @@ def _occurrences(low: str, words: list[str], *, ascii: bool = False
     regions = _lead_regions(low)
     found = [(word, hit.start()) for word in words if word in _GATES
              for hit in _GATES[word].finditer(low)
-             if hit.group("blank") is None or not ascii
-             or _blank_value_may_follow(low, hit.start())]
+             # (a name over 64 characters is taken as it is: ``_KEY_KEY...`` stays linear)
+             if (hit.group("check") is None or hit.group("long") is not None
+                 or (tail := _TAIL_MATCH(text, hit.end())) is None or not _rejected(tail, word))
+             and (hit.group("blank") is None or not ascii
+                  or _blank_value_may_follow(low, hit.start()))]
     if not regions:
         found.sort(key=lambda item: item[1])
         return found, False
@@ -172,6 +181,27 @@ def _occurrences(low: str, words: list[str], *, ascii: bool = False
     return found, True
 
 
+def _rejected(tail: re.Match[str], word: str) -> bool:
+    """Whether ``_names`` would reject the occurrence of ``word`` that ``tail`` (``_TAIL``)
+    follows, whatever follows its name: a lower-case letter glued after the keyword
+    (``tokens``, ``keyboard``), or a name ending in segments that describe a credential
+    (``token_budget``, ``password_min_length``, ``API_KEY_ENV``), which ``credential_kind``
+    rejects (every credential segment before them has them among its trailing segments, and
+    none of them is a credential). Cased as ``credential_kind`` splits them (``budget``,
+    ``Budget``, ``BUDGET``), so each is one segment there."""
+    if tail.group("glued"):
+        return word not in _GLUED_BEFORE
+    return all(part.lower() in METADATA for part in _SEGMENT_SPLIT.split(tail.group(0))[1:])
+
+
+#: after a keyword: a lower-case letter glued to it, or up to four segments of letters each
+#: one word in ``credential_kind``'s reading, up to where the name ends (not a name character)
+_TAIL = re.compile(r"(?P<glued>[a-z])|(?:[_.\-](?:[A-Z][a-z]{1,15}|[a-z]{1,16}|[A-Z]{1,16})){1,4}+"
+                   r"(?![A-Za-z0-9_.\-]|[^\x00-\x7f])")
+_TAIL_MATCH = _TAIL.match
+_SEGMENT_SPLIT = re.compile(r"[_.\-]")
+
+
 def _blank_value_may_follow(low: str, at: int) -> bool:
     """Whether a value after blanks only (``NAME value``) may count for the name holding ``at``
     (``_at_name``: the name is a flag, or follows ``setx`` / ``env`` / ``login <user>``; a
@@ -179,9 +209,17 @@ def _blank_value_may_follow(low: str, at: int) -> bool:
     of an ASCII text, where a name's characters are the same as in the text."""
     found = _NAME_TO_AT.search(low, max(0, at - 64), at)
     start = found.start() if found else at
-    return (low.startswith("-", start) or "setx" in low[max(0, start - 8):start + 1]
-            or "env" in low[max(0, start - 8):start + 1]
-            or "login" in low[max(0, start - 202):start + 1])
+    if low.startswith("-", start) or "setx" in low[max(0, start - 8):start + 1] or (
+            "env" in low[max(0, start - 8):start + 1]):
+        return True
+    # ``login <user> NAME value``: where ``_names`` starts the name (after an escape's
+    # letter, before a ``$``), ``_netrc`` must hold there (not ``login(`` three lines up)
+    if start >= 1 and low[start - 1] == "\\" and low[start:start + 1] in ("n", "r", "t") and (
+            start < 2 or low[start - 2] != "\\"):
+        start += 1
+    if start > 0 and low[start - 1] == "$":
+        start -= 1
+    return "login" in low[max(0, start - 202):start + 1] and _netrc(low, start)
 
 
 #: a name's characters up to the keyword (searched from 64 characters before it, as ``_names``
@@ -219,7 +257,7 @@ def _lead_regions(low: str) -> list[tuple[int, int]]:
 def _names(text: str, low: str, words: list[str]) -> list[Span]:
     spans: list[Span] = []
     done = -1  # a name already handled (``password`` holds ``pass`` and ``sword``...)
-    found, leads = _occurrences(low, words, ascii=text.isascii())
+    found, leads = _occurrences(text, low, words, ascii=text.isascii())
     for word, at in found:
         if at < done:
             continue
@@ -401,9 +439,11 @@ _AFTER_NAME = (r"(?=[a-z0-9_.\-\x80-\U0010ffff]{0,64}+(?:(?<![.\-])"
                r"(?:\\{0,3}[\"'`]\]?,|(?:\\{0,3}[\"'`])?\]?"
                r"(?:[ \t]*+(?:[=:：>]|\?:)[ \t]*+[^ \t\r\n]|[ \t]++[\"']|(?P<blank>[ \t]++[^\s])))"
                # a name longer than that is taken (a run of 1 MB is not scanned per keyword)
-               r"|[a-z0-9_.\-\x80-\U0010ffff]))")
+               r"|(?P<long>[a-z0-9_.\-\x80-\U0010ffff])))")
 _GATES = {
-    word: re.compile(re.escape(word) + _AFTER_NAME)
+    # ``check``: a letter, ``_``, ``.`` or ``-`` right after the keyword, where ``_TAIL`` may
+    # reject the name (the other hits skip that match: ``A_KEY=x`` a million times)
+    word: re.compile(re.escape(word) + r"(?:(?=(?P<check>)[a-z_.\-]))?" + _AFTER_NAME)
     for word in ASCII_KEYWORDS if " " not in word
 }
 #: ``name: `` / ``"key": "`` / ``variable=`` before a name (its first characters), the lead word

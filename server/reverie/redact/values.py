@@ -217,16 +217,21 @@ def value_span(text: str, ctx: Context, at: int) -> Span | None:
         value = text[at + len(quote):value_end]
         if value.startswith(MARKER_PREFIX):
             return None  # redacted already
+        # an escaped quote that is not the value's delimiter (unclosed, or more of the token
+        # after it) may be the value's own backslash and quote (``Pwd=\\\"abc`` in raw
+        # JSON is ``Pwd=\"abc``): it goes with the value
+        opened = at if len(quote) > 1 else at + len(quote)
         if close < 0:
             if not value.strip() or is_reference(value.strip()):
                 return None
-            return Span(at + len(quote), value_end, _kind(ctx))
+            return Span(opened, value_end, _kind(ctx))
         after = close + len(quote)
         following = text[after:after + 1]
         if following and not following.isspace() and (
-                not (ctx.code or ctx.quote) or following not in ",;)]}>"):
-            # ``X='abc'def`` (a shell joins the pieces): the token goes on past the quote
-            return Span(at + len(quote), _bare_end(text, after, ctx), _kind(ctx))
+                not (ctx.code or ctx.quote) or not _structure_after(text, after, quote, ctx)):
+            # ``X='abc'def`` (a shell joins the pieces), ``"abc"]0``: the token goes on past
+            # the quote
+            return Span(opened, _bare_end(text, after, ctx), _kind(ctx))
         if not _quoted_secret(value, ctx):
             return None
         return Span(at + len(quote), value_end, _kind(ctx))
@@ -246,6 +251,49 @@ def value_span(text: str, ctx: Context, at: int) -> Span | None:
     if ctx.kind == "auth" and not _encoded(value):
         return None
     return Span(at, wrapped_end(text, value_end, value), _kind(ctx))
+
+
+#: closing brackets and separators after a quoted value, and the escapes that may follow them
+_CLOSERS = re.compile(r"[,;)\]}>]+")
+_ESCAPES = re.compile(r"(\\{1,8})([nrt\"'])")
+#: a quote's escaping (its backslashes) -> the backslashes before ``n`` of a line end at its level
+_LEVELS = {0: 1, 1: 1, 3: 2, 7: 3}
+
+
+def _structure_after(text: str, after: int, quote: str, ctx: Context) -> bool:
+    """Whether the closers after a quoted value (``"v"]``, ``"v"),``) are structure around it,
+    not more of its token (``"v"]0``): they run to the end of the text, a blank, a line end
+    escaped at the value's level (raw JSON: ``\\n`` after ``\\"v\\"``, ``\\\\n`` after
+    ``\\\\\\"v\\\\\\"``), or a quote other than the value's own (the enclosing
+    string's); in code also to the next argument or statement (a ``,`` or ``;`` among them:
+    ``f(password="v",timeout=3)``), a method (``.json()``) or Rust's ``?``."""
+    run = _CLOSERS.match(text, after)
+    if run is None:
+        return False
+    end = run.end()
+    nxt = text[end:end + 1]
+    if not nxt or nxt.isspace():
+        return True
+    if ctx.code and ("," in run.group(0) or ";" in run.group(0)):
+        return True
+    if not ctx.code and text.startswith(quote, end):
+        return False
+    if nxt in "\"'`":
+        return True
+    if nxt == "\\":
+        escaped = _ESCAPES.match(text, end)
+        if escaped is None:
+            return False
+        count, char = len(escaped.group(1)), escaped.group(2)
+        level = len(quote) - 1
+        if char in "nrt":
+            return count == _LEVELS.get(level, 0)
+        return count % 2 == 1 and (count < level or level == 0)
+    if not ctx.code:
+        return False
+    if nxt == "?":
+        return True
+    return nxt == "." and (text[end + 1:end + 2].isalpha() or text[end + 1:end + 2] in "_$")
 
 
 def _marker_inside(value: str) -> bool:

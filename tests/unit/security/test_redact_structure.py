@@ -168,9 +168,17 @@ def test_random_passwords_in_every_form_leave_nothing(form: str, password: str, 
     assert not leaked(secret, text, cleaned), (form, text, cleaned)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=max(150, settings.default.max_examples), deadline=None)
 @given(st.sampled_from(sorted(FORMS)), st.text(PRINTABLE, min_size=16, max_size=16),
        st.integers(min_value=0, max_value=2**32))
+# found by this test: the quoted part taken as the whole value, ``]0`` left behind
+@example("chinese", '"000000000000"]0', 0)
+@example("chinese", '"000000000000"]"0', 0)
+@example("german", "'000000000000'),0", 0)
+@example("env", '"000000000000"}\\0', 0)
+# found with the deep profile: the password's own backslash and quote read as an escaped quote
+@example("ado.net", '\\"00000000000000', 0)
+@example("ado.net", '\\"0000000\\"000000', 0)
 def test_random_passwords_in_a_jsonl_field_leave_nothing(
     form: str, password: str, seed: int
 ) -> None:
@@ -184,6 +192,51 @@ def test_random_passwords_in_a_jsonl_field_leave_nothing(
     cleaned, _ = redact(raw)
     escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
     assert not leaked(escaped, raw, cleaned), (form, raw, cleaned)
+
+
+# --- a quoted value followed by closers: structure, or more of the token ------------------------
+
+#: raw JSONL (``content`` of a message) where closers after the quoted part are no structure:
+#: the token goes on (``]0``), so the whole of it goes
+QUOTED_THEN_MORE = [
+    ('密码: "Zq7vLw2xPn4k"]0', "]0"),
+    ('密码: "Zq7vLw2xPn4k"]"0', ']\\"0'),
+    ('Passwort: "Zq7vLw2xPn4k")x9', ")x9"),
+    ("DB_PASSWORD='Zq7vLw2xPn4k'],tail", "],tail"),
+]
+
+
+@pytest.mark.parametrize(("content", "tail"), QUOTED_THEN_MORE,
+                         ids=range(len(QUOTED_THEN_MORE)))
+def test_closers_glued_to_more_of_the_token_go_with_it(content: str, tail: str) -> None:
+    raw = json.dumps({"type": "user", "message": {"content": content}}, ensure_ascii=False)
+    cleaned, count = redact(raw)
+    assert count == 1 and "Zq7vLw2xPn4k" not in cleaned, cleaned
+    assert tail not in cleaned, cleaned
+    json.loads(cleaned)  # the line stays JSON
+
+
+#: closers that are structure (the value's bracket, call, object; then a blank, the end, the
+#: next argument or a method): the value alone goes, the structure stays
+QUOTED_THEN_STRUCTURE = [
+    ('rows = [{"password": "Zq7vLw2xPn4k"}]\n', 'rows = [{"password": "[REDACTED:password]"}]\n'),
+    ('{"password":"Zq7vLw2xPn4k"},{"a":1}', '{"password":"[REDACTED:password]"},{"a":1}'),
+    ('login(password="Zq7vLw2xPn4k").json()', 'login(password="[REDACTED:password]").json()'),
+    ('Client(api_key="Zq7vLw2xPn4k",timeout=3)',
+     'Client(api_key="[REDACTED:api_key]",timeout=3)'),
+    ('connect(password="Zq7vLw2xPn4k")?;', 'connect(password="[REDACTED:password]")?;'),
+    ('Client(api_key="${API_KEY}",timeout=3).run()', None),
+    ('{"content": "密码: \\"Zq7vLw2xPn4k\\"]"}', '{"content": "密码: \\"[REDACTED:password]\\"]"}'),
+    ('{"content": "密码: \\"Zq7vLw2xPn4k\\"]\\nnext"}',
+     '{"content": "密码: \\"[REDACTED:password]\\"]\\nnext"}'),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), QUOTED_THEN_STRUCTURE,
+                         ids=range(len(QUOTED_THEN_STRUCTURE)))
+def test_closers_that_are_structure_stay(text: str, expected: str | None) -> None:
+    cleaned, _ = redact(text)
+    assert cleaned == (text if expected is None else expected)
 
 
 # --- UPPER_SNAKE values: a password of capitals and underscores, or a constant's name -----------
