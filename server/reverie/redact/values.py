@@ -84,10 +84,27 @@ def _constant_like(name: str) -> bool:
     return True
 
 
+#: Words that configuration names are made of: outside code, an UPPER_SNAKE value stands for
+#: a name only when one of its segments is one of these (``DB_PASSWORD``, ``YOUR_KEY``,
+#: ``GH_PAT``). Word-like segments alone are not enough: capitals and underscores are a valid
+#: password too, and a random one can read as words (``AABAABAABAABAA_A``).
+_NAME_WORDS = frozenset("""
+    ACCESS ACCOUNT ADMIN API APP AUTH AWS AZURE BASIC BEARER BOT CERT CHANGE CLIENT CLOUD
+    CONFIG CONN CONNECTION CRED CREDENTIAL CREDENTIALS CREDS DATABASE DB DEFAULT DEPLOY DEV
+    ENV EXAMPLE FILE GCP GH GITHUB GITLAB GOOGLE HERE HOST HTTP HTTPS ID INSERT JWT KEY KEYS
+    LOCAL LOGIN MAIL MASTER ME MY MYSQL NAME NEW NPM OAUTH OLD OPENAI ANTHROPIC PASS
+    PASSPHRASE PASSWD PASSWORD PAT PG PLACEHOLDER POSTGRES PRIVATE PROD PROXY PUBLIC PWD
+    REDACTED REDIS REFRESH REPLACE ROOT S3 SECRET SECRETS SERVER SERVICE SESSION SIGNING SMTP
+    SSH SSL STAGING STRIPE TEST TOKEN TOKENS TLS URL USER USERNAME VALUE VAR VAULT WEBHOOK YOUR
+""".split())
+
+
 def constant_name(value: str) -> bool:
     """An UPPER_SNAKE name standing for a value (``password: DB_PASSWORD``, ``YOUR_API_KEY``),
-    not a value of capitals and underscores."""
-    return _SNAKE.fullmatch(value) is not None and _constant_like(value)
+    not a value of capitals and underscores: word-like segments, one of them a word that
+    configuration names use."""
+    return (_SNAKE.fullmatch(value) is not None and _constant_like(value)
+            and not _NAME_WORDS.isdisjoint(value.split("_")))
 _WORD = re.compile(r"[A-Za-z][a-z]*(?:[-_][A-Za-z][a-z]*)*")
 
 

@@ -159,6 +159,7 @@ def test_code_and_references_are_kept(text: str) -> None:
        st.integers(min_value=0, max_value=2**32))
 @example("env", "AAAAAAAAAAAAAA_A", 0)  # found by this test: kept as a constant's name
 @example("url", "AAAAAAAAAAAAAA_A", 0)
+@example("chinese", "AABAABAABAABAA_A", 0)  # word-like segments, no configuration word
 def test_random_passwords_in_every_form_leave_nothing(form: str, password: str, seed: int) -> None:
     if form in CODE_FORMS:
         rng = random.Random(seed)
@@ -244,7 +245,9 @@ def test_closers_that_are_structure_stay(text: str, expected: str | None) -> Non
 #: found by hypothesis: capitals and underscores that read as no name (a letter three times
 #: in a row, one letter repeated, a segment twice, segments of one letter)
 SNAKE_PASSWORDS = ["AAAAAAAAAAAAAA_A", "A_BBBBBBBBBBBBBB", "AB_AB_AB_AB_AB_C", "QQ_WERTY_UIOPASD",
-                   "X_Y_ZEBRA_CASTLE", "BCDFGHJKLM_NPQRS"]
+                   "X_Y_ZEBRA_CASTLE", "BCDFGHJKLM_NPQRS",
+                   # word-like segments, none of them a word configuration names use
+                   "AABAABAABAABAA_A", "AABAABAABAACAA_A", "AABAABAACAABDE_A"]
 
 
 @pytest.mark.parametrize("password", SNAKE_PASSWORDS)
