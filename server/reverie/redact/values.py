@@ -60,7 +60,7 @@ _CALL = re.compile(
 _CONSTANT = re.compile(r"[A-Z]{1,7}|[A-Z][A-Z0-9]{0,11}(?:_[A-Z0-9]{1,12}){1,5}")
 _SNAKE = re.compile(r"[A-Z]+(?:_[A-Z]+)+")
 _VOWELS = frozenset("AEIOUY")
-#: a character three times in a row (``XXX`` is a placeholder's, so it is allowed)
+#: a character three times in a row (a run of capital X is a placeholder's, so it is allowed)
 _TRIPLE = re.compile(r"([A-WYZ0-9])\1\1")
 
 
