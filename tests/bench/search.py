@@ -120,6 +120,7 @@ def bench_size(scale: ModuleType, root: Path, sessions: int, mean_bytes: int) ->
     cpu = cpu_seconds()
     baseline = stats_read(corpus.files)
     baseline_cpu = cpu_seconds() - cpu
+    load = os.getloadavg()[0]  # the build reads in worker processes only below one per CPU
     cpu, started = cpu_seconds(), time.perf_counter()
     report = refresh(paths)
     build = time.perf_counter() - started
@@ -161,7 +162,8 @@ def bench_size(scale: ModuleType, root: Path, sessions: int, mean_bytes: int) ->
         "sessions": str(sessions),
         "transcripts": f"{corpus.bytes / 1e6:.1f} MB",
         "stats read": f"{baseline:.2f} s",
-        "index build": f"{build:.2f} s ({build / baseline:.2f}x the stats read)",
+        "index build": f"{build:.2f} s ({build / baseline:.2f}x the stats read; "
+                       f"load {load:.1f} on {os.cpu_count()} CPUs)",
         "CPU: read / build": f"{baseline_cpu:.2f} / {build_cpu:.2f} s "
                              f"({build_cpu / baseline_cpu:.2f}x)",
         "index size": f"{size / 1e6:.1f} MB ({100 * size / corpus.bytes:.1f} % of transcripts)",

@@ -155,12 +155,20 @@ def test_a_build_in_workers_stops_at_its_budget_and_the_next_update_finishes(
     assert rest.sessions_indexed == 24 - first.sessions_indexed
 
 
-def test_many_new_sessions_start_workers_and_a_few_do_not(workspace: Path) -> None:
+def test_many_new_sessions_start_workers_and_a_few_do_not(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = _transcript_work()
     many = (work * 4)[:update.PARALLEL_MIN * 2]
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert update._workers(many) == (min(cpus or 1, len(many) // update.PARALLEL_CHUNK)
-                                     if (cpus or 1) > 1 else 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    assert update._workers(many) == 4
+    assert update._workers(many[:update.PARALLEL_MIN]) == update.PARALLEL_MIN // 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.2, 3.0, 2.0))
+    assert update._workers(many) == 0  # every CPU busy already: workers only add switching
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert update._workers(many) == 0  # one CPU
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     assert update._workers(many[:update.PARALLEL_MIN - 1]) == 0
     grown = [_Work(w.ref, w.key, w.fingerprint, b"{}", None) for w in many]
     assert update._workers(grown) == 0  # an update of grown sessions stays here
