@@ -333,18 +333,27 @@ def _apply(text: str, rules: Iterable[Rule], *, multiline: bool = True) -> tuple
     return text, total
 
 
-def redact_value(value: object) -> tuple[object, int]:
+#: the longest string ``redact_value`` keeps in a caller's ``memo``
+MEMO_CHARS = 512
+
+
+def redact_value(value: object, memo: dict[str, tuple[str, int]] | None = None
+                 ) -> tuple[object, int]:
     """``value`` (a JSON-shaped tool input: str, list, dict, scalars) with every string redacted,
     keys included, and how many secrets were replaced. A string under a key is also judged with
     its key, as ``{"key": "value"}``: ``{"DB_PASSWORD": "hunter2"}`` has no secret in either
-    string alone."""
+    string alone.
+
+    ``memo``: a dict the caller keeps between calls, holding ``redact``'s answer for strings
+    of at most ``MEMO_CHARS`` (``redact`` is a pure function, so the result is the same): many
+    values of one shape (the search index's tail states) repeat their keys and most strings."""
     if isinstance(value, str):
-        return redact(value)
+        return _redact_memo(value, memo)
     if isinstance(value, list | tuple):
         total = 0
         items: list[object] = []
         for item in value:
-            clean, n = redact_value(item)
+            clean, n = redact_value(item, memo)
             items.append(clean)
             total += n
         return items, total
@@ -352,10 +361,10 @@ def redact_value(value: object) -> tuple[object, int]:
         total = 0
         result: dict[object, object] = {}
         for key, item in value.items():
-            clean_key, n = redact_value(key) if isinstance(key, str) else (key, 0)
-            clean, m = redact_value(item)
+            clean_key, n = _redact_memo(key, memo) if isinstance(key, str) else (key, 0)
+            clean, m = redact_value(item, memo)
             if isinstance(key, str) and isinstance(clean, str) and clean:
-                clean, p = _with_its_key(key, clean)
+                clean, p = _with_its_key(key, clean, memo)
                 m += p
             result[clean_key] = clean
             total += n + m
@@ -363,8 +372,18 @@ def redact_value(value: object) -> tuple[object, int]:
     return value, 0
 
 
-def _with_its_key(key: str, value: str) -> tuple[str, int]:
-    paired, count = redact(json.dumps({key: value}))
+def _redact_memo(text: str, memo: dict[str, tuple[str, int]] | None) -> tuple[str, int]:
+    if memo is None or len(text) > MEMO_CHARS:
+        return redact(text)
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = redact(text)
+    return found
+
+
+def _with_its_key(key: str, value: str, memo: dict[str, tuple[str, int]] | None = None
+                  ) -> tuple[str, int]:
+    paired, count = _redact_memo(json.dumps({key: value}), memo)
     if not count:
         return value, 0
     try:

@@ -6,6 +6,9 @@ messages are analysed on their own and their documents added beside the earlier 
 session whose bytes were rewritten (or a format that revises itself: Gemini's JSON, Aider's
 history) is indexed again whole. Sessions and files that are gone are forgotten.
 
+Many sessions to read whole (a first build) are read in worker processes, one per CPU, while
+this process writes what they return in the order it would have made it (``_indexed``).
+
 Only one process updates a project's index at a time (``update.lock``, non-blocking): another
 updater finding it taken returns at once and the search reads the index as it is.
 """
@@ -16,12 +19,12 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import orjson
 import portalocker
@@ -31,7 +34,7 @@ from reverie.analysis.working import Limits
 from reverie.config import ProjectPaths
 from reverie.memory import nofollow
 from reverie.memory.store import visible_files
-from reverie.redact import redact_value
+from reverie.redact import redact, redact_value
 from reverie.search.documents import (
     Document,
     ReplyCollector,
@@ -48,6 +51,9 @@ from reverie.transcripts.model import AgentName, Message, Session
 from reverie.transcripts.reader import TranscriptError, TranscriptReader, is_kilo_db
 from reverie.transcripts.tail import TailState, TranscriptTail
 
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
 logger = logging.getLogger(__name__)
 
 #: what the index keeps of each session (more than the notes writer: every request counts)
@@ -59,6 +65,10 @@ _REVISING = ("gemini-cli", "aider")
 _CHECK_BYTES = 64
 #: sessions written per transaction
 WRITE_BATCH = 32
+#: at least this many sessions to read whole before worker processes are worth starting
+PARALLEL_MIN = 16
+#: sessions a worker is handed at a time
+PARALLEL_CHUNK = 4
 
 
 def index_dir(paths: ProjectPaths) -> Path:
@@ -157,8 +167,16 @@ def _stored_state(tail: TranscriptTail) -> bytes:
     state = tail.state().model_dump(mode="json")
     check = bytes.fromhex(state.pop("check", "") or "")
     state["check_hash"] = hashlib.blake2b(check, digest_size=16).hexdigest() if check else ""
-    clean, _ = redact_value(state)
+    if len(_STATE_MEMO) > _STATE_MEMO_SIZE:
+        _STATE_MEMO.clear()
+    clean, _ = redact_value(state, _STATE_MEMO)
     return orjson.dumps(clean)
+
+
+#: ``redact``'s answers for the strings of tail states (every state repeats the same keys, and
+#: a project's sessions their folder, agent and branch: ~80 % of the strings of a first build)
+_STATE_MEMO: dict[str, tuple[str, int]] = {}
+_STATE_MEMO_SIZE = 20_000
 
 
 def _loaded_state(raw: bytes) -> TailState | None:
@@ -321,21 +339,101 @@ def _update_sessions(
         work.append(_Work(ref, key, fingerprint, full.state if full else None,
                           full.title if full else None))
     batch: list[_Done] = []
-    for done in (index_session(item, sources.workspace) for item in work):
-        if on_session is not None:
-            on_session(done.work.ref)
-        if done.error is not None:
-            report.skipped.append(done.error)
-        else:
-            batch.append(done)
-        if len(batch) >= WRITE_BATCH:
-            _write(index, batch, report)
-            batch = []
-        if deadline is not None and time.monotonic() > deadline:
-            report.skipped.append("time budget reached; the rest is indexed next time")
-            break
+    # closed on leaving the loop (the budget, an unwritable index): a pool stops at once
+    with closing(_indexed(work, sources.workspace, _workers(work))) as results:
+        for done in results:
+            if on_session is not None:
+                on_session(done.work.ref)
+            if done.error is not None:
+                report.skipped.append(done.error)
+            else:
+                batch.append(done)
+            if len(batch) >= WRITE_BATCH:
+                _write(index, batch, report)
+                batch = []
+            if deadline is not None and time.monotonic() > deadline:
+                report.skipped.append("time budget reached; the rest is indexed next time")
+                break
     if batch:
         _write(index, batch, report)
+
+
+def _workers(work: list[_Work]) -> int:
+    """How many worker processes read the sessions: one per CPU when many sessions are read
+    whole (a first build, a rebuild) and the CPUs are not all busy already; none (this
+    process) otherwise, or in a daemon process (which may not start children).
+
+    Measured on two cores: with a core idle, workers cut a first build's time by ~30 %; with
+    both busy (load 4-7) they gain nothing and cost ~30 % more CPU time (switching, caches)."""
+    whole = sum(1 for item in work if item.state is None)
+    if whole < PARALLEL_MIN:
+        return 0
+    # here, not at the top: only a large update pays for ``multiprocessing``'s import
+    import multiprocessing
+
+    if multiprocessing.current_process().daemon:
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not known here (Windows)
+        busy = 0.0
+    if cpus < 2 or busy >= cpus:
+        return 0
+    return min(cpus, whole // PARALLEL_CHUNK)
+
+
+def _indexed(work: list[_Work], workspace: Path, workers: int) -> Generator[_Done]:
+    """``index_session`` of every item, in order: in this process, or (``workers`` > 1) in a
+    pool of worker processes that parse, analyse and redact while this process writes.
+    A pool that breaks (a worker killed) leaves the rest to this process."""
+    if workers < 2:
+        yield from (index_session(item, workspace) for item in work)
+        return
+    # here, not at the top: ``concurrent.futures.process`` loads ``multiprocessing``
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from itertools import repeat
+
+    context = _pool_context()
+    if context is None:
+        yield from (index_session(item, workspace) for item in work)
+        return
+    redact("warm up")  # the scanner's tables, built once here and inherited by forked workers
+    done = 0
+    executor = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
+        results = executor.map(index_session, work, repeat(workspace), chunksize=PARALLEL_CHUNK)
+        for result in results:
+            done += 1
+            yield result
+    except (BrokenProcessPool, OSError) as exc:  # a worker killed; no processes to be had
+        logger.warning("search index workers stopped (%s); indexing the rest here", exc)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    yield from (index_session(item, workspace) for item in work[done:])
+
+
+def _pool_context() -> BaseContext | None:
+    """``fork`` where it is safe: on Linux, from a process with one thread (the CLI, the
+    language server's worker process); it starts at once and inherits the loaded modules.
+    Otherwise ``forkserver`` (a process with threads, like the MCP server, must not fork),
+    which imports this module once per process; None where there is neither (Windows)."""
+    import multiprocessing
+    import sys
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and "fork" in methods:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return None
 
 
 def _known_changes(rows: dict[str, SourceRow]) -> tuple[list[SessionRef], list[str]]:
