@@ -4,6 +4,7 @@ always found them)."""
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +18,6 @@ from reverie.transcripts.records import as_int as as_int
 from reverie.transcripts.records import as_str as as_str
 from reverie.transcripts.records import decode_line
 from reverie.transcripts.records import default_session_id as default_session_id
-from reverie.transcripts.records import fingerprint_id as fingerprint_id
 from reverie.transcripts.records import first_line as first_line
 from reverie.transcripts.records import loads_line as loads_line
 from reverie.transcripts.records import parse_time as parse_time
@@ -93,3 +93,9 @@ def make_tool_call(
     kind, paths, command = tool_facts(agent, name, tool_input, cwd)
     return ToolCall(id=call_id, name=name, kind=kind, input=tool_input, file_paths=paths,
                     command=command)
+
+
+def fingerprint_id(prefix: str, offset: int, data: bytes) -> str:
+    """A stable id for records without one: position plus a short content hash."""
+    digest = hashlib.blake2b(data, digest_size=6).hexdigest()
+    return f"{prefix}:{offset}:{digest}"

@@ -204,7 +204,7 @@ class ClaudeStats:
                 tool_input = as_dict(block.get("input"))
                 calls.append((name, tool_input))
                 self.files.update(tool_facts(AGENT, name, tool_input, self._cwd)[1])
-        text = "\n\n".join(t for t in texts if t)
+        text = "\n\n".join(t for t in texts if t) if texts else ""
         usage = raw.get("usage")
         if not calls and not text.strip():
             api_id = as_str(raw.get("id"))
@@ -229,7 +229,7 @@ class ClaudeStats:
                     texts.append(text_of([block]))
         else:
             texts.append(text_of(content))
-        text = "\n\n".join(t for t in texts if t)
+        text = "\n\n".join(t for t in texts if t) if texts else ""
         if text or outputs:
             self._message(None, None, (text, [], outputs))
 

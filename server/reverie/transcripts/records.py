@@ -7,7 +7,6 @@ way. Nothing here imports pydantic: ``reverie transcript --stats`` starts withou
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,12 +71,6 @@ def parse_time(value: Any) -> datetime | None:
     except (ValueError, OverflowError, OSError):
         return None
     return None
-
-
-def fingerprint_id(prefix: str, offset: int, data: bytes) -> str:
-    """A stable id for records without one: position plus a short content hash."""
-    digest = hashlib.blake2b(data, digest_size=6).hexdigest()
-    return f"{prefix}:{offset}:{digest}"
 
 
 def text_of(content: Any) -> str:
