@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from reverie.cli import fail
-from reverie.transcripts.reader import TranscriptError, TranscriptReader, load_transcript
-from reverie.transcripts.stats import StatsFold, transcript_stats
+from reverie.transcripts.access import TranscriptError, check_readable
+from reverie.transcripts.claude_stats import claude_stats
+from reverie.transcripts.detect import detect_agent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,15 +34,34 @@ def _dump(value: object) -> None:
     sys.stdout.flush()
 
 
+def stats_of(path: Path, session_id: str | None) -> dict[str, Any]:
+    """One streaming pass, no message kept. A Claude Code transcript is counted straight from
+    its records (``claude_stats``: no model object, no pydantic); the other agents' go
+    through their readers and ``StatsFold``, which ``claude_stats`` is proven equal to."""
+    check_readable(path)
+    agent = detect_agent(path)
+    if agent == "claude-code":
+        return claude_stats(path)
+    # imported here: the readers and models cost start-up time a Claude transcript never needs
+    from reverie.transcripts.reader import TranscriptReader
+    from reverie.transcripts.stats import StatsFold
+
+    reader = TranscriptReader(path, agent=agent, session_id=session_id)
+    return StatsFold().feed_all(reader).result(reader.session, reader.stats)
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.stats:  # one streaming pass: no message is kept
+    if args.stats:
         try:
-            reader = TranscriptReader(args.path.expanduser(), session_id=args.session_id)
-            fold = StatsFold().feed_all(reader)
+            stats = stats_of(args.path.expanduser(), args.session_id)
         except TranscriptError as exc:
             return fail(str(exc))
-        _dump(fold.result(reader.session, reader.stats))
+        _dump(stats)
         return 0
+    # imported here: see ``stats_of``
+    from reverie.transcripts.reader import load_transcript
+    from reverie.transcripts.stats import transcript_stats
+
     try:
         transcript = load_transcript(args.path.expanduser(), session_id=args.session_id)
     except TranscriptError as exc:

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from reverie.transcripts.base import first_line
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import first_line, make_tool_call
 from reverie.transcripts.model import Message, ParseStats, Role, Session, Usage
 from reverie.transcripts.wrappers import request_of
 

@@ -1,17 +1,27 @@
-"""What every adapter shares: the streaming parser interface and small record helpers."""
+"""What every adapter shares: the streaming parser interface, ``make_tool_call`` and the small
+record helpers (defined without models in ``records``, re-exported here where adapters have
+always found them)."""
 
 from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from reverie.transcripts.classify import tool_facts
 from reverie.transcripts.lines import Line
-from reverie.transcripts.model import AgentName, Message, ParseStats, Session
+from reverie.transcripts.model import AgentName, Message, ParseStats, Session, ToolCall
+from reverie.transcripts.records import as_dict as as_dict
+from reverie.transcripts.records import as_int as as_int
+from reverie.transcripts.records import as_str as as_str
+from reverie.transcripts.records import decode_line
+from reverie.transcripts.records import default_session_id as default_session_id
+from reverie.transcripts.records import first_line as first_line
+from reverie.transcripts.records import loads_line as loads_line
+from reverie.transcripts.records import parse_time as parse_time
+from reverie.transcripts.records import text_of as text_of
 from reverie.transcripts.wrappers import request_of
 
 
@@ -31,18 +41,8 @@ class RecordParser(ABC):
         self.stats = ParseStats()
 
     def feed_line(self, line: Line) -> list[Message]:
-        data = line.data
-        if line.oversized:
-            self.stats.lines += 1
-            self.stats.skip(f"byte {line.offset}: line longer than the line limit")
-            return []
-        if not data.strip():
-            return []
-        self.stats.lines += 1
-        record = loads_line(data)
-        if not isinstance(record, dict):
-            what = "not a JSON object" if record is not None else "not valid JSON"
-            self.stats.skip(f"byte {line.offset}: {what}")
+        record = decode_line(line, self.stats)
+        if record is None:
             return []
         try:
             return self.feed_record(record, line)
@@ -85,81 +85,17 @@ class RecordParser(ABC):
                 self.session.title_source = "first_prompt"
 
 
-def loads_line(data: bytes) -> Any:
-    """orjson first; a line with stray non-UTF-8 bytes is retried with replacement characters."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return orjson.loads(data.decode("utf-8", "replace"))
-    except orjson.JSONDecodeError:
-        return None
-
-
-def default_session_id(path: Path) -> str:
-    return path.stem or path.name or "session"
-
-
-def parse_time(value: Any) -> datetime | None:
-    """ISO-8601 strings (with ``Z``), epoch seconds or milliseconds -> aware UTC datetime."""
-    try:
-        if isinstance(value, str) and value:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00", 1))
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            seconds = value / 1000 if value > 1e11 else value
-            return datetime.fromtimestamp(seconds, UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return None
+def make_tool_call(
+    agent: AgentName, call_id: str, name: str, tool_input: dict[str, Any], cwd: str | None
+) -> ToolCall:
+    """A normalised ``ToolCall`` with kind, absolute file paths and the shell command
+    (``classify.tool_facts``)."""
+    kind, paths, command = tool_facts(agent, name, tool_input, cwd)
+    return ToolCall(id=call_id, name=name, kind=kind, input=tool_input, file_paths=paths,
+                    command=command)
 
 
 def fingerprint_id(prefix: str, offset: int, data: bytes) -> str:
     """A stable id for records without one: position plus a short content hash."""
     digest = hashlib.blake2b(data, digest_size=6).hexdigest()
     return f"{prefix}:{offset}:{digest}"
-
-
-def text_of(content: Any) -> str:
-    """Plain text of a string or a list of content parts (``text``/``input_text``/...)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                kind = part.get("type")
-                if isinstance(part.get("text"), str) and kind not in ("thinking", "reasoning"):
-                    parts.append(part["text"])
-                elif kind in ("image", "input_image", "image_url"):
-                    parts.append("[image]")
-        return "\n\n".join(p for p in parts if p)
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return str(content["text"])
-    return ""
-
-
-def first_line(text: str, limit: int = 80) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
-def as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value == value:
-        return max(int(value), 0)
-    return 0
-
-
-def as_str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

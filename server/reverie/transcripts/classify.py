@@ -11,9 +11,12 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reverie.transcripts.model import AgentName, ToolCall, ToolKind
+from reverie.transcripts.kinds import ToolKind
+
+if TYPE_CHECKING:  # a name for annotations only: ``reverie.types`` builds pydantic models
+    from reverie.types import AgentName
 
 K = ToolKind
 
@@ -238,10 +241,11 @@ def shell_command(value: Any) -> str | None:
     return None
 
 
-def make_tool_call(
-    agent: AgentName, call_id: str, name: str, tool_input: dict[str, Any], cwd: str | None
-) -> ToolCall:
-    """A normalised ``ToolCall`` with kind, absolute file paths and the shell command."""
+def tool_facts(
+    agent: AgentName, name: str, tool_input: dict[str, Any], cwd: str | None
+) -> tuple[ToolKind, list[str], str | None]:
+    """A tool call's kind, the absolute file paths it names and its shell command: what
+    ``base.make_tool_call`` puts in a ``ToolCall``, and all ``--stats`` needs of one."""
     kind = tool_kind(agent, name)
     paths: list[str] = []
     command: str | None = None
@@ -284,14 +288,7 @@ def make_tool_call(
             # Codex edits files through the shell too: the patch names them, and it is an edit
             paths = patch_file_paths(command, cwd)
             kind = K.EDIT
-    return ToolCall(
-        id=call_id,
-        name=name,
-        kind=kind,
-        input=tool_input,
-        file_paths=_unique(paths),
-        command=command,
-    )
+    return kind, _unique(paths), command
 
 
 def _unique(items: Iterable[str]) -> list[str]:

@@ -17,7 +17,6 @@ whose prompt started them.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
@@ -29,10 +28,12 @@ from reverie.transcripts.base import (
     as_int,
     as_str,
     fingerprint_id,
+    make_tool_call,
     parse_time,
     text_of,
 )
-from reverie.transcripts.classify import exit_code_from_text, make_tool_call
+from reverie.transcripts.classify import exit_code_from_text
+from reverie.transcripts.claude_stats import UUID_PATTERN, is_agent_file
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import Message, ToolCall, ToolKind, ToolResult, Usage
 
@@ -42,9 +43,6 @@ NOISE_TYPES = frozenset(
      "attachment"}
 )
 _MEMO_LIMIT = 512
-UUID_PATTERN = _UUID = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-)
 
 
 def _bounded_set(items: OrderedDict[str, Any], key: str, value: Any = True) -> None:
@@ -62,7 +60,7 @@ class ClaudeParser(RecordParser):
         self._task_prompts: OrderedDict[str, str] = OrderedDict()  # prompt -> Task call id
         self._chain_call: OrderedDict[str, str] = OrderedDict()  # sidechain uuid -> Task call id
         self._warmup: OrderedDict[str, bool] = OrderedDict()  # uuids of "Warmup" chains
-        self._is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
+        self._is_agent_file = is_agent_file(path)
         self._summary: str | None = None
         #: summaries waiting for their leaf message (leafUuid -> summary)
         self._summaries: dict[str, str] = {}
@@ -170,7 +168,7 @@ class ClaudeParser(RecordParser):
                 s.parent_session_id = session_id
             if agent_id and s.agent_id != agent_id:
                 s.agent_id = agent_id
-        elif session_id and not self._is_agent_file and not _UUID.match(s.id):
+        elif session_id and not self._is_agent_file and not UUID_PATTERN.match(s.id):
             s.id = session_id  # a file renamed away from its session id (fixtures, copies)
         self.touch(self._time(record.get("timestamp")))
 

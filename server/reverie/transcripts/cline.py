@@ -34,8 +34,9 @@ from typing import Any
 
 import orjson
 
-from reverie.transcripts.base import as_dict, as_int, as_str, first_line, parse_time
-from reverie.transcripts.classify import absolute, exit_code_from_text, make_tool_call
+from reverie.transcripts.base import as_dict, as_int, as_str, first_line, make_tool_call, parse_time
+from reverie.transcripts.classify import absolute, exit_code_from_text
+from reverie.transcripts.detect import CLINE_UI_MESSAGES, cline_task_agent
 from reverie.transcripts.document import (
     MAX_OUTPUT_CHARS,
     EditorDocument,
@@ -44,7 +45,6 @@ from reverie.transcripts.document import (
     digest_of,
     load_json,
 )
-from reverie.transcripts.editor_places import TASK_EXTENSIONS
 from reverie.transcripts.model import (
     AgentName,
     Message,
@@ -56,7 +56,6 @@ from reverie.transcripts.model import (
 )
 from reverie.transcripts.wrappers import request_of
 
-UI_MESSAGES = "ui_messages.json"
 #: say / ask types that carry nothing for the model
 IGNORED = frozenset({
     "reasoning", "checkpoint_created", "checkpoint_saved", "task_progress", "api_req_finished",
@@ -76,20 +75,6 @@ _ERRORS = frozenset({"error", "diff_error", "clineignore_error", "rooignore_erro
 _CWD_LINE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
 #: Cline appends this to a command that needs approval (``COMMAND_REQ_APP_STRING``)
 _REQ_APP = "REQ_APP"
-
-
-def task_agent(path: Path) -> AgentName:
-    """Which extension wrote the task folder of ``path``, from where it is: the global storage
-    folder name (``<publisher.name>/tasks/<id>/``), Cline's own ``~/.cline/data``, else Cline.
-    A tasks folder a custom storage setting moved says nothing: its readers are given the
-    agent (``EditorPlaces.moved_task_agent``, ``SessionRef.agent``)."""
-    for parent in path.parents:
-        agent = TASK_EXTENSIONS.get(parent.name.lower())
-        if agent is not None:
-            return agent  # type: ignore[return-value]
-        if parent.name == "data" and parent.parent.name == ".cline":
-            return "cline"
-    return "cline"
 
 
 # -- which workspace a task belongs to -------------------------------------------------------
@@ -191,9 +176,9 @@ def task_cwd(path: Path) -> str | None:
 def read_document(path: Path, data: bytes, agent: AgentName | None = None,
                   cwd: str | None = None) -> EditorDocument:
     """A task's ``ui_messages.json`` as units, one per UI message."""
-    agent = agent or task_agent(path)
+    agent = agent or cline_task_agent(path)
     stats = ParseStats()
-    task_id = path.parent.name if path.name == UI_MESSAGES else path.stem
+    task_id = path.parent.name if path.name == CLINE_UI_MESSAGES else path.stem
     session = Session(id=task_id or "task", agent=agent, path=path)
     doc = EditorDocument(session=session, stats=stats)
     stats.lines = 1

@@ -26,8 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reverie.transcripts.base import as_dict, as_int, as_str, first_line, parse_time
-from reverie.transcripts.classify import absolute, make_tool_call
+from reverie.transcripts.base import as_dict, as_int, as_str, first_line, make_tool_call, parse_time
+from reverie.transcripts.classify import absolute
+from reverie.transcripts.detect import CLINE_SDK_SUFFIX
 from reverie.transcripts.document import (
     MAX_OUTPUT_CHARS,
     EditorDocument,
@@ -39,14 +40,8 @@ from reverie.transcripts.document import (
 from reverie.transcripts.model import Message, ParseStats, Session, ToolCall, ToolResult, Usage
 from reverie.transcripts.wrappers import request_of
 
-SUFFIX = ".messages.json"
 #: content blocks that carry nothing to read (a file's text is the tool's, an image is base64)
 _IGNORED_BLOCKS = frozenset({"image", "media", "thinking", "redacted_thinking", "file"})
-
-
-def is_session_messages(path: Path) -> bool:
-    """``sessions/<id>/<id>.messages.json``: a root session's conversation (not a sub-agent's)."""
-    return path.name.endswith(SUFFIX) and path.name[: -len(SUFFIX)] == path.parent.name
 
 
 def manifest(path: Path) -> dict[str, Any]:
@@ -67,7 +62,8 @@ def manifest_cwd(path: Path) -> str | None:
 
 def read_document(path: Path, data: bytes) -> EditorDocument:
     stats = ParseStats()
-    session_id = path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.stem
+    session_id = (path.name[: -len(CLINE_SDK_SUFFIX)] if path.name.endswith(CLINE_SDK_SUFFIX)
+                  else path.stem)
     session = Session(id=session_id or "session", agent="cline", path=path)
     doc = EditorDocument(session=session, stats=stats)
     stats.lines = 1

@@ -27,10 +27,11 @@ from reverie.transcripts.base import (
     as_int,
     as_str,
     fingerprint_id,
+    make_tool_call,
     parse_time,
     text_of,
 )
-from reverie.transcripts.classify import absolute, exit_code_from_text, make_tool_call
+from reverie.transcripts.classify import absolute, exit_code_from_text
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import Message, Role, ToolResult, Usage
 

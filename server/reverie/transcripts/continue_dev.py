@@ -23,8 +23,7 @@ from typing import Any
 
 import orjson
 
-from reverie.transcripts.base import as_dict, as_int, as_str, first_line
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import as_dict, as_int, as_str, first_line, make_tool_call
 from reverie.transcripts.document import (
     MAX_OUTPUT_CHARS,
     EditorDocument,

@@ -33,8 +33,7 @@ from typing import Any
 
 import orjson
 
-from reverie.transcripts.base import as_dict, as_int, as_str, first_line, parse_time
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import as_dict, as_int, as_str, first_line, make_tool_call, parse_time
 from reverie.transcripts.document import (
     MAX_OUTPUT_CHARS,
     EditorDocument,
@@ -92,18 +91,12 @@ _CONTRIBUTED = {
 }
 #: an opening code fence closed at once: what a code block whose content went into an edit leaves
 _EMPTY_FENCE = re.compile(r"(`{3,})[^\n`]*\n\s*\1[ \t]*\n?")
-_SESSION_DIRS = ("chatSessions", "emptyWindowChatSessions", "transferredChatSessions",
-                 "savedChatSessions")
 #: ``ResponseModelState`` (chatService.ts): Pending, Complete, Cancelled, Failed, NeedsInput
 _CANCELLED = 2
 
 
 def model_tool_name(tool_id: str) -> str:
     return _CONTRIBUTED.get(tool_id, tool_id)
-
-
-def is_session_location(path: Path) -> bool:
-    return path.parent.name in _SESSION_DIRS and path.suffix in (".json", ".jsonl")
 
 
 def workspace_cwd(path: Path) -> str | None:

@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 
-from reverie.transcripts.base import RecordParser, as_dict, as_str, parse_time
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import RecordParser, as_dict, as_str, make_tool_call, parse_time
 from reverie.transcripts.copilot import storage_cwd
+from reverie.transcripts.detect import is_copilot_event_log
 from reverie.transcripts.document import MAX_OUTPUT_CHARS, capped
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import Message, ToolCall, ToolResult
@@ -40,19 +40,6 @@ IGNORED_EVENTS = frozenset({
     "hook.start", "hook.end", "subagent.started", "subagent.completed", "subagent.failed",
     "subagent.selected", "system.message", "pending_messages.modified", "abort",
 })
-
-
-def is_event_log(path: Path) -> bool:
-    """``.../GitHub.copilot-chat/transcripts/<id>.jsonl``: the extension's transcript folder."""
-    return (path.suffix == ".jsonl" and path.parent.name.lower() == "transcripts"
-            and path.parent.parent.name.lower() == "github.copilot-chat")
-
-
-def looks_like_event(record: object) -> bool:
-    """A record of this log: ``session.start`` with the Copilot agent as its producer."""
-    data = as_dict(as_dict(record).get("data"))
-    return as_dict(record).get("type") == "session.start" and "sessionId" in data and (
-        data.get("producer") == "copilot-agent" or "copilotVersion" in data)
 
 
 def _arguments(value: Any) -> dict[str, Any]:
@@ -73,7 +60,7 @@ class CopilotEventParser(RecordParser):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._requested: set[str] = set()
-        if is_event_log(path):  # <hash>/GitHub.copilot-chat/transcripts/<id>.jsonl
+        if is_copilot_event_log(path):  # <hash>/GitHub.copilot-chat/transcripts/<id>.jsonl
             self.session.cwd = self.session.project = storage_cwd(path.parent.parent.parent)
 
     def memo(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from reverie.agent_roots import AgentRoots
 from reverie.config import REVERIE_CLI_WORKDIR
 from reverie.transcripts import aider
 from reverie.transcripts.base import as_dict, as_str
-from reverie.transcripts.claude import UUID_PATTERN as _UUID
+from reverie.transcripts.claude_stats import UUID_PATTERN as _UUID
 from reverie.transcripts.editor_discovery import editor_ref, editor_refs
 from reverie.transcripts.editor_places import EditorPlaces
 from reverie.transcripts.generic import read_sidecar, sidecar_project

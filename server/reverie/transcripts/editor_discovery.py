@@ -29,8 +29,14 @@ import orjson
 
 from reverie.transcripts import cline, cline_sdk, continue_dev, kilo_db
 from reverie.transcripts.base import as_dict, as_str, parse_time
+from reverie.transcripts.detect import (
+    CLINE_SDK_SUFFIX,
+    CLINE_UI_MESSAGES,
+    TASK_EXTENSIONS,
+    is_cline_sdk_session,
+)
 from reverie.transcripts.document import load_json, load_jsonc
-from reverie.transcripts.editor_places import TASK_EXTENSIONS, EditorPlaces, local_path_of_uri
+from reverie.transcripts.editor_places import EditorPlaces, local_path_of_uri
 from reverie.transcripts.model import AgentName
 from reverie.transcripts.refs import SessionRef, belongs, mtime
 
@@ -197,7 +203,7 @@ def _task_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
             user_dir, extension = moved[tasks_root]
         recorded = cline.history_cwds(tasks_root, user_dir, extension)
         for task_dir in task_dirs:
-            path = task_dir / cline.UI_MESSAGES
+            path = task_dir / CLINE_UI_MESSAGES
             updated = mtime(path)
             if updated is None:
                 continue
@@ -218,7 +224,7 @@ def _cline_sdk_refs(workspace: Path, places: EditorPlaces) -> list[SessionRef]:
         return []
     refs: list[SessionRef] = []
     for folder in folders:
-        path = folder / f"{folder.name}{cline_sdk.SUFFIX}"
+        path = folder / f"{folder.name}{CLINE_SDK_SUFFIX}"
         updated = mtime(path)
         if updated is None:
             continue
@@ -321,7 +327,7 @@ def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef 
             return None
         return SessionRef(agent="copilot-chat", session_id=path.stem, path=path,
                           updated_at=updated, cwd=match)
-    if path.name == cline.UI_MESSAGES:
+    if path.name == CLINE_UI_MESSAGES:
         for task_agent, tasks_root in places.task_roots():
             if path.parent.parent == tasks_root:
                 agent = task_agent  # type: ignore[assignment]
@@ -329,7 +335,7 @@ def editor_ref(path: Path, workspace: Path, places: EditorPlaces) -> SessionRef 
                 break
     cline_sessions = places.cline_sessions_dir()
     if cline_sessions is not None and path.parent.parent == cline_sessions \
-            and cline_sdk.is_session_messages(path):
+            and is_cline_sdk_session(path):
         agent, cwd = "cline", cline_sdk.manifest_cwd(path)
     sessions = places.continue_sessions()
     if agent is None and sessions is not None and path.parent == sessions \

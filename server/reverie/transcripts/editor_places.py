@@ -28,18 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PureWindowsPath
 
+from reverie.transcripts.detect import TASK_EXTENSIONS
 from reverie.transcripts.document import load_jsonc
 from reverie.transcripts.kilo_db import is_db_name
 from reverie.transcripts.model import AgentName
 
 #: VS Code flavours: the product folder under the per-OS application-data dir
 VSCODE_PRODUCTS = ("Code", "Code - Insiders", "VSCodium", "VSCodium - Insiders", "Code - OSS")
-#: extension id (lower case, as the global storage folder is named) -> agent
-TASK_EXTENSIONS: dict[str, str] = {
-    "saoudrizwan.claude-dev": "cline",
-    "rooveterinaryinc.roo-cline": "roo-code",
-    "kilocode.kilo-code": "kilo-code",
-}
 #: extension id -> the VS Code setting that moves its task folders (RooCodeInc/Roo-Code
 #: ``src/utils/storage.ts``: ``getStorageBasePath`` reads ``<package name>.customStoragePath``,
 #: tasks go to ``<it>/tasks/<id>/``; Kilo Code's Roo-based versions inherit it as
@@ -206,7 +201,7 @@ class EditorPlaces:
         """The agent whose tasks a custom storage path moved to a folder holding ``path`` (None:
         not in such a folder). A moved folder's name no longer says which extension wrote it, so
         whoever reads it passes this on (discovery's ``SessionRef.agent``, the live reader's
-        tails); ``cline.task_agent`` alone would say Cline."""
+        tails); ``detect.cline_task_agent`` alone would say Cline."""
         for agent, root, _user, _ext in self.custom_task_roots():
             if path.is_relative_to(root):
                 return agent  # type: ignore[return-value]

@@ -28,10 +28,11 @@ from reverie.transcripts.base import (
     as_int,
     as_str,
     first_line,
+    make_tool_call,
     parse_time,
     text_of,
 )
-from reverie.transcripts.classify import exit_code_from_text, make_tool_call
+from reverie.transcripts.classify import exit_code_from_text
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import (
     Message,

@@ -20,10 +20,10 @@ from reverie.transcripts.base import (
     as_int,
     as_str,
     fingerprint_id,
+    make_tool_call,
     parse_time,
     text_of,
 )
-from reverie.transcripts.classify import make_tool_call
 from reverie.transcripts.lines import Line
 from reverie.transcripts.model import Message, ToolCall, ToolResult, Usage
 

@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from reverie.transcripts.base import as_dict, as_int, as_str, first_line, parse_time
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import as_dict, as_int, as_str, first_line, make_tool_call, parse_time
 from reverie.transcripts.document import MAX_OUTPUT_CHARS, Unit, capped, load_json
 from reverie.transcripts.kilo_db import Row, SessionRow
 from reverie.transcripts.model import Message, ParseStats, Session, ToolResult, Usage

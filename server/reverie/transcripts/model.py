@@ -6,30 +6,17 @@ Session memory, dream and the sleep cycle only ever see these types, never an ag
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from reverie.transcripts.kinds import ToolKind as ToolKind  # where readers have always found it
 from reverie.types import EDITOR_AGENTS as EDITOR_AGENTS
 from reverie.types import AgentName as AgentName  # where readers have always found it
 from reverie.types import Usage as Usage
 
 Role = Literal["user", "assistant", "system", "tool"]
-
-
-class ToolKind(StrEnum):
-    """What a tool call does, independent of the agent's own tool names."""
-
-    READ = "read"
-    EDIT = "edit"
-    WRITE = "write"
-    SHELL = "shell"
-    SEARCH = "search"
-    WEB = "web"
-    TASK = "task"
-    OTHER = "other"
 
 
 class ToolCall(BaseModel):

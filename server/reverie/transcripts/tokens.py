@@ -8,26 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import orjson
-
+from reverie.transcripts.estimate import content_tokens
+from reverie.transcripts.estimate import estimate_tokens as estimate_tokens
 from reverie.transcripts.model import Message, Usage
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters per token, rounded, as the spec counts."""
-    return round(len(text) / 4)
 
 
 def message_tokens(msg: Message) -> int:
     """Estimated tokens of one message: its text, tool inputs and tool outputs."""
-    chars = len(msg.text)
-    for call in msg.tool_calls:
-        chars += len(call.name)
-        if call.input:
-            chars += len(orjson.dumps(call.input, default=str))
-    for result in msg.tool_results:
-        chars += len(result.output)
-    return round(chars / 4)
+    return content_tokens(msg.text, ((c.name, c.input) for c in msg.tool_calls),
+                          (r.output for r in msg.tool_results))
 
 
 def context_tokens(messages: Sequence[Message]) -> int:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reverie.analysis import CommandCategory, analyse_command, analyse_session
-from reverie.transcripts.classify import make_tool_call
+from reverie.transcripts.base import make_tool_call
 from reverie.transcripts.model import Message, ToolResult, Usage
 from reverie.transcripts.tokens import context_tokens
 

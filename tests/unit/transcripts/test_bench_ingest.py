@@ -46,7 +46,9 @@ def test_tool_heavy_mix_is_tool_heavy(tmp_path: Path) -> None:
 
 
 def test_streaming_stats_equal_the_whole_transcript_stats(tmp_path: Path) -> None:
-    """``--stats`` folds while parsing; it must say exactly what the materialised view says."""
+    """``--stats`` folds while parsing (a Claude Code transcript without building messages,
+    ``claude_stats``); it must say exactly what the materialised view says."""
+    from reverie.commands.transcript import stats_of
     from reverie.transcripts.reader import TranscriptReader
     from reverie.transcripts.stats import StatsFold, files_touched
     from reverie.transcripts.tokens import context_tokens
@@ -62,3 +64,4 @@ def test_streaming_stats_equal_the_whole_transcript_stats(tmp_path: Path) -> Non
         assert streamed == transcript_stats(whole), path
         assert streamed["tokens"] == context_tokens(whole.messages), path
         assert streamed["files"] == files_touched(whole)
+        assert stats_of(path, None) == streamed, path

@@ -228,7 +228,7 @@ patch_lines = st.sampled_from([
 @given(lines=st.lists(patch_lines | st.text(max_size=40), max_size=30),
        cwd=st.sampled_from([None, "/w", "C:\\w", "", "relative"]))
 def test_shell_patches_never_raise(lines: list[str], cwd: str | None) -> None:
-    from reverie.transcripts.classify import make_tool_call
+    from reverie.transcripts.base import make_tool_call
 
     command = "\n".join(lines)
     for name, payload in (("shell", {"command": ["bash", "-lc", command]}),
