@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from reverie.cli import fail
+from reverie.cli import CommandError, fail
 from reverie.transcripts.access import TranscriptError, check_readable
 from reverie.transcripts.claude_stats import claude_stats
 from reverie.transcripts.detect import detect_agent
@@ -30,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _dump(value: object) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError as exc:  # a total past 64 bits: thousands of absurd counts added up
+        raise CommandError(f"this transcript's figures cannot be printed: {exc}") from None
+    sys.stdout.buffer.write(data + b"\n")
     sys.stdout.flush()
 
 

@@ -25,6 +25,7 @@ from reverie.transcripts.classify import tool_facts
 from reverie.transcripts.estimate import content_tokens
 from reverie.transcripts.lines import CHUNK_BYTES, Line, LineSplitter
 from reverie.transcripts.records import (
+    MAX_INT,
     as_dict,
     as_int,
     as_str,
@@ -240,11 +241,12 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
 
 def _context_tokens(usage: dict[str, Any]) -> int:
     """``Usage.context_tokens`` of ``claude._usage(usage)``: the sum of its four counts, each
-    read by ``as_int`` (a count that is a plain non-negative int or absent skips the call)."""
+    read by ``as_int`` (a count that is a plain int in ``as_int``'s range, or absent, skips the
+    call)."""
     total = 0
     for key in _USAGE_KEYS:
         value = usage.get(key)
-        if value.__class__ is int and value >= 0:
+        if value.__class__ is int and 0 <= value <= MAX_INT:
             total += value
         elif value is not None:
             total += as_int(value)

@@ -99,13 +99,20 @@ def first_line(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+#: the largest number ``as_int`` takes (2**53, the last integer a JSON number holds exactly):
+#: a larger one is no count a transcript really wrote (``1.2e29`` input tokens), and would not
+#: fit the 64-bit integers the JSON output can print
+MAX_INT = 2**53
+
+
 def as_int(value: Any) -> int:
+    """A count or an id: a non-negative number up to ``MAX_INT``; anything else is 0."""
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value == value:
-        return max(int(value), 0)
+        return max(value, 0) if value <= MAX_INT else 0
+    if isinstance(value, float) and value == value:  # not NaN
+        return max(int(value), 0) if value <= MAX_INT else 0
     return 0
 
 
