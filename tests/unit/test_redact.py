@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -297,12 +298,18 @@ def test_needles_make_ordinary_text_cheap() -> None:
     # process): not this test's to time, and it paid them only when it ran first in its worker
     filtered_pass()
     unfiltered_pass()
-    started = time.process_time()
-    filtered_pass()
-    filtered = time.process_time() - started
-    started = time.process_time()
-    unfiltered_pass()
-    unfiltered = time.process_time() - started
+
+    def best(one_pass: Callable[[], None]) -> float:
+        """The fastest of 15 passes: one pass is ~1-2 ms, where a neighbour's burst of CPU is
+        as large as the difference this checks."""
+        times = []
+        for _ in range(15):
+            started = time.process_time()
+            one_pass()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    filtered, unfiltered = best(filtered_pass), best(unfiltered_pass)
     assert filtered < unfiltered * 0.7, (filtered, unfiltered)
 
 
