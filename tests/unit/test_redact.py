@@ -399,15 +399,21 @@ def test_no_catastrophic_backtracking() -> None:
     normal = "".join(p.read_text(encoding="utf-8", errors="replace")
                      for p in sorted(FIXTURES.rglob("*.jsonl")))
     normal = (normal * (1_000_000 // len(normal) + 1))[:1_000_000]
-    started = time.process_time()
-    redact(normal)
-    base = max(time.process_time() - started, 0.005)
+    redact(normal)  # the lazily built literal index and patterns are not the base's to time
+    bases = []
+    for _ in range(3):  # ~50 ms each: the median, so one burst of a neighbour moves nothing
+        started = time.process_time()
+        redact(normal)
+        bases.append(time.process_time() - started)
+    base = max(sorted(bases)[1], 0.005)
     for name, line in pathological_lines(1_000_000).items():
         started = time.process_time()
         redact(line)
         ratio = (time.process_time() - started) / base
         # catastrophic backtracking on 1 MB is hundreds of times or more; the worst line here
         # (``A_KEY=x`` repeated: every occurrence reaches Python, and each of the four passes
-        # redacts one more value) is linear at ~1.5 s, which read as 15-24x of the fixture
-        # transcripts until the structure gates made those ~2x faster (33-35x since)
-        assert ratio < 50, f"{name}: {ratio:.1f}x the time of normal text"
+        # redacts one more value) is linear at ~1.5-2 s, which read as 15-24x of the fixture
+        # transcripts until the structure gates made those ~2x faster: 25-48x since over
+        # repeated runs on one machine (53x once in CI), the same on main before and after
+        # 2026-12-02's changes, so the bound leaves room for that spread
+        assert ratio < 80, f"{name}: {ratio:.1f}x the time of normal text"
